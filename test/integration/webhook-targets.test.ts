@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opsWebhooksRouter } from '../../api/ops/webhooks-routes.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
-import { createWebhookDeliverer, sendWebhook } from '../../webhooks/deliverer.ts';
+import { createWebhookDeliverer, sendWebhook, type WebhookDeliverer } from '../../webhooks/deliverer.ts';
 import { isInternalAddress, publicOnlyLookup, refusedWebhookUrl } from '../../webhooks/target-guard.ts';
 import { createWebhookStore, HEALTH_COUNT_LIMIT } from '../../webhooks/webhook-store.ts';
 import { createLogger } from '../../lib/logger.ts';
@@ -359,13 +359,35 @@ async function dueDeliveries(endpointId: string, count: number, at: Date): Promi
 const delivered = (endpointId: string) =>
   stack.database.webhookDelivery.count({ where: { endpointId, status: 'SUCCEEDED' } });
 
+/** Waits until `count` of the endpoint's deliveries were delivered, `timeoutMs` at most; answers how many were. */
+async function deliveredWithin(endpointId: string, count: number, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  while ((await delivered(endpointId)) < count && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  return delivered(endpointId);
+}
+
+/** A round of `deliverer` going on until `stop()`: its sleep then rejects, and its sends end. */
+function roundOf(deliverer: WebhookDeliverer, timing: { roundMs: number; pollIntervalMs: number }) {
+  const controller = new AbortController();
+  const round = deliverer.deliverFor({ ...timing, sleep: roundSleep(controller.signal), heartbeat: () => undefined });
+  return {
+    async stop(): Promise<void> {
+      controller.abort();
+      await round.catch(() => undefined);
+      await deliverer.drain();
+    },
+  };
+}
+
 describe('an endpoint that does not answer', () => {
   it('holds one place each, however many: another endpoint’s deliveries all arrive while their requests are still open', async () => {
     const cipher = createTokenCipher(stack.encryptionKey);
     const store = createWebhookStore({ database: stack.database, cipher });
     // A partner endpoint that takes each request and never answers (a dead host behind a load balancer).
     const held: Array<() => void> = [];
-    const silent = createServer((_req, res) => held.push(() => res.end()));
+    let answering = false;
+    const silent = createServer((_req, res) => (answering ? res.end() : held.push(() => res.end())));
     const healthy = createServer((_req, res) => {
       res.statusCode = 204;
       res.end();
@@ -393,25 +415,15 @@ describe('an endpoint that does not answer', () => {
       requestTimeoutMs: 30_000,
       concurrency: 8,
     });
-    const controller = new AbortController();
-    const round = deliverer.deliverFor({
-      roundMs: 20_000,
-      pollIntervalMs: 100,
-      sleep: roundSleep(controller.signal),
-      heartbeat: () => undefined,
-    });
+    const round = roundOf(deliverer, { roundMs: 20_000, pollIntervalMs: 100 });
     try {
-      const deadline = Date.now() + 15_000;
-      while ((await delivered(healthyId)) < 40 && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(await delivered(healthyId)).toBe(40);
+      expect(await deliveredWithin(healthyId, 40, 15_000)).toBe(40);
       // One place each taken by the silent endpoints: their requests are still open.
       expect(held.length).toBe(3);
     } finally {
-      controller.abort();
+      answering = true;
       for (const release of held) release();
-      await round.catch(() => undefined);
-      await deliverer.drain();
+      await round.stop();
       silent.closeAllConnections();
       await new Promise<void>((resolve) => silent.close(() => resolve()));
       await new Promise<void>((resolve) => healthy.close(() => resolve()));
@@ -435,24 +447,13 @@ describe('an endpoint that does not answer', () => {
       logger: createLogger({ level: 'silent' }),
       retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
     });
-    const controller = new AbortController();
     // A poll interval as long as the round: before the second read's mend, a claim cut at the endpoint's share was
     // taken for "nothing more due", and the round slept a poll interval after the first.
-    const round = deliverer.deliverFor({
-      roundMs: 120_000,
-      pollIntervalMs: 120_000,
-      sleep: roundSleep(controller.signal),
-      heartbeat: () => undefined,
-    });
+    const round = roundOf(deliverer, { roundMs: 120_000, pollIntervalMs: 120_000 });
     try {
-      const deadline = Date.now() + 40_000;
-      while ((await delivered(endpointId)) < 200 && Date.now() < deadline)
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(await delivered(endpointId)).toBe(200);
+      expect(await deliveredWithin(endpointId, 200, 40_000)).toBe(200);
     } finally {
-      controller.abort();
-      await round.catch(() => undefined);
-      await deliverer.drain();
+      await round.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   }, 60_000);
