@@ -169,7 +169,9 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
           .then((answer) => answer.state)
           .catch(() => 'running' as const);
         if (state === 'running' || (state === 'missing' && !startedAWhileAgo.has(run.id))) return false;
-        if (!(await runs.fail(run.id, state === 'closed' ? 'WORKFLOW_CLOSED' : 'WORKFLOW_NOT_STARTED'))) return false;
+        // Not RUNNING any more: another request of the same burst gave it up first, or it ended. Its place is free all
+        // the same (before: this request answered 503 with a place free).
+        if (!(await runs.fail(run.id, state === 'closed' ? 'WORKFLOW_CLOSED' : 'WORKFLOW_NOT_STARTED'))) return true;
         logger.warn(
           { runId: run.id, date: run.date, workflow: state },
           'settlement run: it held a place with no workflow at work on it; given up, its day runs again when asked',
