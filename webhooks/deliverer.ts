@@ -215,6 +215,9 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
   const trusted = new Set<string>();
   /** Endpoints whose last claim took all the room they were given: they may have more due. */
   const backlogged = new Set<string>();
+  /** When each endpoint was last sent to (a count of sends): untrusted endpoints take turns, the longest idle first. */
+  const lastSent = new Map<string, number>();
+  let sends = 0;
   /** Sends ended so far, and the waits for a number more of them to end. */
   let ends = 0;
   const endWaits = new Set<{ at: number; resolve: () => void }>();
@@ -225,14 +228,31 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
   const roomOf = (endpointId: string) => capOf(endpointId) - (sending.get(endpointId) ?? 0);
 
   /**
-   * What each endpoint sent to or trusted may be claimed for now (0 below its threshold), and how many it is sent: an
-   * endpoint listed nowhere gets one.
+   * What each endpoint sent to, trusted or tried may be claimed for now (0 below its threshold), how many it is sent,
+   * whether it is trusted, and when it was last sent to: an endpoint listed nowhere (never tried) gets one, after the
+   * trusted ones, before the others.
    */
-  function roomsNow(): Array<{ endpointId: string; room: number; sending: number }> {
-    return [...new Set([...sending.keys(), ...trusted])].map((endpointId) => {
+  function roomsNow(): Array<{ endpointId: string; room: number; sending: number; trusted: boolean; turn: number }> {
+    return [...new Set([...sending.keys(), ...trusted, ...lastSent.keys()])].map((endpointId) => {
       const room = roomOf(endpointId);
-      return { endpointId, room: room >= thresholdOf(endpointId) ? room : 0, sending: sending.get(endpointId) ?? 0 };
+      return {
+        endpointId,
+        room: room >= thresholdOf(endpointId) ? room : 0,
+        sending: sending.get(endpointId) ?? 0,
+        trusted: trusted.has(endpointId),
+        turn: lastSent.get(endpointId) ?? 0,
+      };
     });
+  }
+
+  /**
+   * What endpoints not trusted may still be sent, together: half the places, so however many are down, the other half
+   * is the trusted ones'.
+   */
+  function untrustedRoom(): number {
+    let sent = 0;
+    for (const [endpointId, count] of sending) if (!trusted.has(endpointId)) sent += count;
+    return Math.max(0, Math.ceil(concurrency / 2) - sent);
   }
 
   /**
@@ -258,6 +278,8 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
   function start(delivery: ClaimedDelivery, counts: DeliveryRoundCounts): void {
     const endpointId = delivery.endpointId;
     sending.set(endpointId, (sending.get(endpointId) ?? 0) + 1);
+    sends += 1;
+    lastSent.set(endpointId, sends);
     const send: Promise<void> = deliver(delivery, counts)
       .then((delivered) => {
         if (delivered) trusted.add(endpointId);
@@ -321,17 +343,18 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
             continue;
           }
           const rooms = roomsNow();
-          const batch = await store.claimDue(free, leaseMs, { rooms });
+          const batch = await store.claimDue(free, leaseMs, { rooms, untrustedRoom: untrustedRoom() });
           counts.batches += 1;
           counts.claimed += batch.length;
           for (const delivery of batch) start(delivery, counts);
           round.heartbeat();
+          // Every claim says which endpoints got all their room (a full one too: its endpoints may have more due).
+          const cut = endpointsCut(batch, rooms);
           // A full claim: more may be due at once.
           if (batch.length === free) continue;
-          // Fewer than asked: nothing more is due, or an endpoint was cut at its share (it got all its room: it may
-          // have more due). Such an endpoint is claimed for again as soon as it has room worth a claim: at once if its
-          // sends ended while the claim was made, else once enough of them end.
-          const cut = endpointsCut(batch, rooms);
+          // Fewer than asked: nothing more is due, or an endpoint was cut at its share. Such an endpoint is claimed for
+          // again as soon as it has room worth a claim: at once if its sends ended while the claim was made, else once
+          // enough of them end.
           if (cut.some((endpointId) => roomOf(endpointId) >= thresholdOf(endpointId))) continue;
           const needs = cut.map((endpointId) =>
             Math.min(thresholdOf(endpointId) - Math.max(roomOf(endpointId), 0), sending.get(endpointId) ?? 0),

@@ -316,13 +316,20 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * the delivery is sent again (at least once).
      * Of one endpoint, the longest due first, at most its `rooms` entry (what the caller may still send it), else one:
      * an endpoint with a backlog (down, or slow) never fills a claim (the partial index
-     * webhook_delivery_pending_by_endpoint_idx walks each endpoint's due ones). Endpoints sent fewer deliveries now go
-     * first, so a place that frees goes to one with none under way before a backlog takes it again.
+     * webhook_delivery_pending_by_endpoint_idx walks each endpoint's due ones). Trusted endpoints (delivered to last)
+     * go first, those sent fewer deliveries now first among them; then the others, by `turn` (never tried first, then
+     * the longest idle), no more than `untrustedRoom` of theirs: a place that frees goes to an endpoint that takes its
+     * deliveries before the overdue backlog of one that is down takes it again, however many are down, and a new
+     * endpoint is tried before them.
      */
     async claimDue(
       limit: number,
       leaseMs: number,
-      fairness: { rooms: ReadonlyArray<{ endpointId: string; room: number; sending?: number }> },
+      fairness: {
+        rooms: ReadonlyArray<{ endpointId: string; room: number; sending?: number; trusted?: boolean; turn?: number }>;
+        /** Deliveries of endpoints not trusted this claim may take at most (those down share no more than that). */
+        untrustedRoom: number;
+      },
     ): Promise<ClaimedDelivery[]> {
       const claimed = await database.$queryRaw<
         Array<{
@@ -337,9 +344,15 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         WITH room AS (
           SELECT * FROM unnest(${fairness.rooms.map((each) => each.endpointId)}::uuid[],
                                ${fairness.rooms.map((each) => each.room)}::int[],
-                               ${fairness.rooms.map((each) => each.sending ?? 0)}::int[]) AS r(endpoint_id, room, sending)),
-        due AS (
-          SELECT picked.id FROM webhook_endpoint e
+                               ${fairness.rooms.map((each) => each.sending ?? 0)}::int[],
+                               ${fairness.rooms.map((each) => each.trusted === true)}::boolean[],
+                               ${fairness.rooms.map((each) => each.turn ?? 0)}::bigint[])
+                        AS r(endpoint_id, room, sending, trusted, turn)),
+        picked AS (
+          SELECT picked.id, picked.next_attempt_at, COALESCE(room.trusted, false) AS trusted,
+                 CASE WHEN COALESCE(room.trusted, false) THEN COALESCE(room.sending, 0) ELSE COALESCE(room.turn, 0) END
+                   AS turn
+          FROM webhook_endpoint e
           LEFT JOIN room ON room.endpoint_id = e.id
           CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at FROM webhook_delivery d
@@ -347,8 +360,14 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
             ORDER BY d.next_attempt_at, d.id
             LIMIT COALESCE(room.room, 1)
             FOR UPDATE OF d SKIP LOCKED) picked
-          WHERE e.deleted_at IS NULL AND COALESCE(room.room, 1) > 0
-          ORDER BY COALESCE(room.sending, 0), picked.next_attempt_at, picked.id
+          WHERE e.deleted_at IS NULL AND COALESCE(room.room, 1) > 0),
+        due AS (
+          SELECT id FROM (
+            SELECT id, trusted, turn, next_attempt_at,
+                   row_number() OVER (PARTITION BY trusted ORDER BY turn, next_attempt_at, id) AS place
+            FROM picked) ranked
+          WHERE trusted OR place <= ${fairness.untrustedRoom}
+          ORDER BY trusted DESC, turn, next_attempt_at, id
           LIMIT ${limit})
         UPDATE webhook_delivery d
         SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}::float8), retrying_since = COALESCE(d.retrying_since, now()), updated_at = now()

@@ -310,9 +310,12 @@ describe('a webhook attempt recorded after its claim’s lease ran out', () => {
       },
     });
     const claimOf = async (leaseMs: number) => {
-      const claim = (await store.claimDue(1_000, leaseMs, { rooms: [{ endpointId: endpoint.id, room: 1_000 }] })).find(
-        (each) => each.id === id,
-      );
+      const claim = (
+        await store.claimDue(1_000, leaseMs, {
+          rooms: [{ endpointId: endpoint.id, room: 1_000 }],
+          untrustedRoom: 1_000,
+        })
+      ).find((each) => each.id === id);
       if (!claim) throw new Error('the delivery was not claimed');
       return claim;
     };
@@ -455,6 +458,91 @@ describe('an endpoint that does not answer', () => {
     } finally {
       await round.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }, 60_000);
+});
+
+describe('endpoints with backlogs', () => {
+  it('two that answer drain together, claimed again as their sends end, never a poll interval apart', async () => {
+    const cipher = createTokenCipher(stack.encryptionKey);
+    const store = createWebhookStore({ database: stack.database, cipher });
+    const server = createServer((_req, res) => {
+      res.statusCode = 204;
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    const ids: string[] = [];
+    for (let index = 0; index < 2; index += 1) {
+      const id = (await store.createEndpoint({ url, events: ['funding.approved'] }, 'fan-out-test')).endpoint.id;
+      ids.push(id);
+      await dueDeliveries(id, 150, new Date(Date.now() - 1_000));
+    }
+    const deliverer = createWebhookDeliverer({
+      store,
+      cipher,
+      logger: createLogger({ level: 'silent' }),
+      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
+    });
+    // Found by a fourth read: a full claim flagged no endpoint as backlogged, so the claim after it, given both no
+    // room yet, was taken for "nothing more due" and the round slept a poll interval with 280 due.
+    const round = roundOf(deliverer, { roundMs: 120_000, pollIntervalMs: 120_000 });
+    try {
+      expect(await deliveredWithin(ids[0]!, 150, 40_000)).toBe(150);
+      expect(await deliveredWithin(ids[1]!, 150, 10_000)).toBe(150);
+    } finally {
+      await round.stop();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }, 60_000);
+
+  it('ten that are down take no more than half the places, and a new endpoint among them is tried first and drains', async () => {
+    const cipher = createTokenCipher(stack.encryptionKey);
+    const store = createWebhookStore({ database: stack.database, cipher });
+    let open = 0;
+    let mostOpen = 0;
+    const silent = createServer(() => {
+      open += 1;
+      mostOpen = Math.max(mostOpen, open);
+    });
+    silent.on('connection', (socket) => socket.on('close', () => (open = Math.max(0, open - 1))));
+    const healthy = createServer((_req, res) => {
+      res.statusCode = 204;
+      res.end();
+    });
+    const listen = async (server: Server) => {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    };
+    const silentUrl = await listen(silent);
+    for (let index = 0; index < 10; index += 1) {
+      const id = (await store.createEndpoint({ url: silentUrl, events: ['funding.approved'] }, 'down-test')).endpoint
+        .id;
+      await dueDeliveries(id, 10, new Date(Date.now() - 60_000));
+    }
+    const healthyId = (
+      await store.createEndpoint({ url: await listen(healthy), events: ['funding.approved'] }, 'down-test')
+    ).endpoint.id;
+    await dueDeliveries(healthyId, 40, new Date(Date.now() - 1_000));
+    const deliverer = createWebhookDeliverer({
+      store,
+      cipher,
+      logger: createLogger({ level: 'silent' }),
+      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
+      // The silent endpoints time out again and again, each time leaving a place free with their backlogs overdue.
+      requestTimeoutMs: 300,
+      concurrency: 8,
+    });
+    const round = roundOf(deliverer, { roundMs: 120_000, pollIntervalMs: 120_000 });
+    try {
+      // Before: each freed place went to a down endpoint's older delivery, and the new one was never tried.
+      expect(await deliveredWithin(healthyId, 40, 20_000)).toBe(40);
+      expect(mostOpen).toBeLessThanOrEqual(4);
+    } finally {
+      await round.stop();
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+      await new Promise<void>((resolve) => healthy.close(() => resolve()));
     }
   }, 60_000);
 });
