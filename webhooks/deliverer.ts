@@ -262,6 +262,7 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
   function endpointsCut(
     batch: readonly ClaimedDelivery[],
     rooms: ReadonlyArray<{ endpointId: string; room: number }>,
+    claim: { full: boolean; budgetSpent: boolean },
   ): string[] {
     const taken = new Map<string, number>();
     for (const delivery of batch) taken.set(delivery.endpointId, (taken.get(delivery.endpointId) ?? 0) + 1);
@@ -270,7 +271,9 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     for (const [endpointId, room] of given) {
       if (room === 0) continue;
       if ((taken.get(endpointId) ?? 0) >= room) backlogged.add(endpointId);
-      else backlogged.delete(endpointId);
+      // Less than its room says nothing more is due only where the claim's own bound did not cut it: not a full claim,
+      // nor the untrusted endpoints' spent share.
+      else if (!claim.full && (trusted.has(endpointId) || !claim.budgetSpent)) backlogged.delete(endpointId);
     }
     return [...given.keys()].filter((endpointId) => backlogged.has(endpointId));
   }
@@ -343,13 +346,17 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
             continue;
           }
           const rooms = roomsNow();
-          const batch = await store.claimDue(free, leaseMs, { rooms, untrustedRoom: untrustedRoom() });
+          const budget = untrustedRoom();
+          const batch = await store.claimDue(free, leaseMs, { rooms, untrustedRoom: budget });
           counts.batches += 1;
           counts.claimed += batch.length;
           for (const delivery of batch) start(delivery, counts);
           round.heartbeat();
           // Every claim says which endpoints got all their room (a full one too: its endpoints may have more due).
-          const cut = endpointsCut(batch, rooms);
+          const cut = endpointsCut(batch, rooms, {
+            full: batch.length === free,
+            budgetSpent: batch.filter((delivery) => !trusted.has(delivery.endpointId)).length >= budget,
+          });
           // A full claim: more may be due at once.
           if (batch.length === free) continue;
           // Fewer than asked: nothing more is due, or an endpoint was cut at its share. Such an endpoint is claimed for

@@ -316,11 +316,10 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * the delivery is sent again (at least once).
      * Of one endpoint, the longest due first, at most its `rooms` entry (what the caller may still send it), else one:
      * an endpoint with a backlog (down, or slow) never fills a claim (the partial index
-     * webhook_delivery_pending_by_endpoint_idx walks each endpoint's due ones). Trusted endpoints (delivered to last)
-     * go first, those sent fewer deliveries now first among them; then the others, by `turn` (never tried first, then
-     * the longest idle), no more than `untrustedRoom` of theirs: a place that frees goes to an endpoint that takes its
-     * deliveries before the overdue backlog of one that is down takes it again, however many are down, and a new
-     * endpoint is tried before them.
+     * webhook_delivery_pending_by_endpoint_idx walks each endpoint's due ones). Endpoints not trusted (not delivered to
+     * last) go first, by `turn` (never tried first, then the longest idle), but no more than `untrustedRoom` of theirs:
+     * their share is theirs, however long the trusted ones' backlogs, and no more, however many are down. Then the
+     * trusted ones, those sent fewer deliveries now first.
      */
     async claimDue(
       limit: number,
@@ -367,7 +366,7 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
                    row_number() OVER (PARTITION BY trusted ORDER BY turn, next_attempt_at, id) AS place
             FROM picked) ranked
           WHERE trusted OR place <= ${fairness.untrustedRoom}
-          ORDER BY trusted DESC, turn, next_attempt_at, id
+          ORDER BY trusted, turn, next_attempt_at, id
           LIMIT ${limit})
         UPDATE webhook_delivery d
         SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}::float8), retrying_since = COALESCE(d.retrying_since, now()), updated_at = now()

@@ -6,7 +6,7 @@
 // killed mid-run: settlement-run-faults.test.ts (a stack of its own, beside this one).
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { createSettlementActivities } from '../../activities/settlement.ts';
 import { createSettlementService } from '../../api/ops/settlement-service.ts';
@@ -574,6 +574,7 @@ describe('a day settled by a durable run', () => {
     // Every place (SETTLEMENT_MAX_RUNS: 2) held by a run of another day recorded over a minute ago whose workflow
     // never started: each GET of the burst may give them up. Found by a read of a CI failure: only the GET that gave a
     // run up first tried again, and the others answered 503 "2 settlement runs are under way" with the places free.
+    const planted: string[] = [];
     for (const other of [await freshDay(), await freshDay()]) {
       const { run } = await createSettlementRuns(stack.database).start({
         date: other,
@@ -581,9 +582,15 @@ describe('a day settled by a durable run', () => {
         wholeDay: true,
         requestedBy: 'settlement-runs.test',
       });
+      planted.push(run.id);
       await stack.database
         .$executeRaw`UPDATE settlement_run SET created_at = now() - interval '2 minutes' WHERE id = ${run.id}::uuid`;
     }
+    // Given up by the burst; if a describe of Temporal timed out and one was not, it holds no place in later tests.
+    onTestFinished(async () => {
+      await stack.database
+        .$executeRaw`UPDATE settlement_run SET state = 'FAILED' WHERE id = ANY(${planted}::uuid[]) AND state = 'RUNNING'`;
+    });
     // A monitor's or a link checker's HEAD looks and starts nothing (it started a run and held the request 5 s).
     for (const format of ['', '?format=csv']) {
       const head = await call(`/ops/settlements/${day}${format}`, { method: 'HEAD' });
@@ -751,6 +758,14 @@ describe('settlement runs of any days at once are bounded (SETTLEMENT_MAX_RUNS)'
             SELECT count(*) AS n FROM settlement_run WHERE state = 'RUNNING'`
         )[0]!.n,
       );
+    // The file's earlier runs end first: one with no workflow at work on it would be given up by the burst and its
+    // place taken, so the burst would start more than two (every GET that finds a place freed now tries again).
+    for (const run of await stack.database.settlementRun.findMany({ where: { state: 'RUNNING' } }))
+      await stack.temporal.workflow
+        .getHandle(settlementWorkflowId(run.date, run.id))
+        .terminate('an earlier test’s run')
+        .catch(() => undefined);
+    await stack.database.$executeRaw`UPDATE settlement_run SET state = 'FAILED' WHERE state = 'RUNNING'`;
     // An API on this database whose runs nobody works on (no worker polls its task queue): they stay under way.
     const idle = await startPartnerStack({ settlements: { ...tuning, maxRuns: (await open()) + 2 } });
     const days: string[] = [];

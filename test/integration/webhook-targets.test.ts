@@ -496,6 +496,57 @@ describe('endpoints with backlogs', () => {
     }
   }, 60_000);
 
+  it('three that answer slowly, with long backlogs, leave a new endpoint its share: it is delivered to while theirs still wait', async () => {
+    const cipher = createTokenCipher(stack.encryptionKey);
+    const store = createWebhookStore({ database: stack.database, cipher });
+    const slow = createServer((_req, res) =>
+      setTimeout(() => {
+        res.statusCode = 204;
+        res.end();
+      }, 200),
+    );
+    const quick = createServer((_req, res) => {
+      res.statusCode = 204;
+      res.end();
+    });
+    const listen = async (server: Server) => {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    };
+    const slowUrl = await listen(slow);
+    const backlogs: string[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      const id = (await store.createEndpoint({ url: slowUrl, events: ['funding.approved'] }, 'share-test')).endpoint.id;
+      backlogs.push(id);
+      await dueDeliveries(id, 150, new Date(Date.now() - 60_000));
+    }
+    const deliverer = createWebhookDeliverer({
+      store,
+      cipher,
+      logger: createLogger({ level: 'silent' }),
+      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
+    });
+    const round = roundOf(deliverer, { roundMs: 120_000, pollIntervalMs: 1_000 });
+    try {
+      // Their backlogs under way, the three trusted (each delivered to): a new endpoint's events arrive.
+      for (const id of backlogs) expect(await deliveredWithin(id, 1, 10_000)).toBeGreaterThan(0);
+      const newId = (
+        await store.createEndpoint({ url: await listen(quick), events: ['funding.approved'] }, 'share-test')
+      ).endpoint.id;
+      await dueDeliveries(newId, 5, new Date());
+      expect(await deliveredWithin(newId, 5, 20_000)).toBe(5);
+      // Trusted backlogs that filled every claim would leave it waiting for all 450 to go.
+      const waiting = await stack.database.webhookDelivery.count({
+        where: { endpointId: { in: backlogs }, status: 'PENDING' },
+      });
+      expect(waiting).toBeGreaterThan(0);
+    } finally {
+      await round.stop();
+      await new Promise<void>((resolve) => slow.close(() => resolve()));
+      await new Promise<void>((resolve) => quick.close(() => resolve()));
+    }
+  }, 90_000);
+
   it('ten that are down take no more than half the places, and a new endpoint among them is tried first and drains', async () => {
     const cipher = createTokenCipher(stack.encryptionKey);
     const store = createWebhookStore({ database: stack.database, cipher });
