@@ -33,6 +33,20 @@ afterEach(async () => {
 });
 afterAll(() => stack.close());
 
+/**
+ * Ends the runs the file's earlier tests left under way (their workflows ended, their rows FAILED): a test that counts
+ * the places of SETTLEMENT_MAX_RUNS starts from none taken. A run still reading (a slow machine) held a place, and a
+ * burst's GETs were rightly answered 503.
+ */
+async function endEarlierRuns(): Promise<void> {
+  for (const run of await stack.database.settlementRun.findMany({ where: { state: 'RUNNING' } }))
+    await stack.temporal.workflow
+      .getHandle(settlementWorkflowId(run.date, run.id))
+      .terminate('an earlier test’s run')
+      .catch(() => undefined);
+  await stack.database.$executeRaw`UPDATE settlement_run SET state = 'FAILED' WHERE state = 'RUNNING'`;
+}
+
 /** The API's settlement service on the stack, its clock `now` (absent: the real one). */
 const settlementServiceAt = (now?: () => number) =>
   createSettlementService({
@@ -571,6 +585,7 @@ describe('a day settled by a durable run', () => {
   it('starts one run for a burst of GETs: every answer a progress body or the report; a HEAD starts none', async () => {
     const day = await freshDay();
     await plant(day, 30);
+    await endEarlierRuns();
     // Every place (SETTLEMENT_MAX_RUNS: 2) held by a run of another day recorded over a minute ago whose workflow
     // never started: each GET of the burst may give them up. Found by a read of a CI failure: only the GET that gave a
     // run up first tried again, and the others answered 503 "2 settlement runs are under way" with the places free.
@@ -760,12 +775,7 @@ describe('settlement runs of any days at once are bounded (SETTLEMENT_MAX_RUNS)'
       );
     // The file's earlier runs end first: one with no workflow at work on it would be given up by the burst and its
     // place taken, so the burst would start more than two (every GET that finds a place freed now tries again).
-    for (const run of await stack.database.settlementRun.findMany({ where: { state: 'RUNNING' } }))
-      await stack.temporal.workflow
-        .getHandle(settlementWorkflowId(run.date, run.id))
-        .terminate('an earlier test’s run')
-        .catch(() => undefined);
-    await stack.database.$executeRaw`UPDATE settlement_run SET state = 'FAILED' WHERE state = 'RUNNING'`;
+    await endEarlierRuns();
     // An API on this database whose runs nobody works on (no worker polls its task queue): they stay under way.
     const idle = await startPartnerStack({ settlements: { ...tuning, maxRuns: (await open()) + 2 } });
     const days: string[] = [];

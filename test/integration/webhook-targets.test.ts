@@ -4,8 +4,8 @@
 // (`walletflow webhooks listen` listens on loopback). Real HTTP servers on this machine. And which endpoints the
 // console's home lists as failing: registered ones only (webhooks/webhook-store.ts health).
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import express from 'express';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -347,16 +347,20 @@ const roundSleep = (signal: AbortSignal) => (ms: number) =>
     signal.addEventListener('abort', over, { once: true });
   });
 
-/** `count` due deliveries of `endpointId`, each its own event, due since `at`. */
-async function dueDeliveries(endpointId: string, count: number, at: Date): Promise<void> {
+/** `count` due deliveries of `endpointId`, each its own event, due since `at`; answers their ids. */
+async function dueDeliveries(endpointId: string, count: number, at: Date): Promise<string[]> {
+  const ids: string[] = [];
   for (let index = 0; index < count; index += 1) {
     const event = await stack.database.webhookEvent.create({
       data: { id: `evt_${randomUUID().replaceAll('-', '')}`, type: 'funding.approved', body: '{}', createdAt: at },
     });
+    const id = randomUUID();
+    ids.push(id);
     await stack.database.webhookDelivery.create({
-      data: { id: randomUUID(), eventId: event.id, endpointId, nextAttemptAt: at, createdAt: at },
+      data: { id, eventId: event.id, endpointId, nextAttemptAt: at, createdAt: at },
     });
   }
+  return ids;
 }
 
 const delivered = (endpointId: string) =>
@@ -383,42 +387,83 @@ function roundOf(deliverer: WebhookDeliverer, timing: { roundMs: number; pollInt
   };
 }
 
+/** The partner's servers a test starts: each on loopback, closed (its connections too) by `closeAll`. */
+function partnerServers() {
+  const servers: Server[] = [];
+  return {
+    /**
+     * A server answering with `answer` (204 at once, when not given), told of each connection it takes; its endpoint's
+     * URL.
+     */
+    async start(answer?: (res: ServerResponse) => void, onConnection?: (socket: Socket) => void): Promise<string> {
+      const server = createServer((_req, res) => {
+        if (answer) return answer(res);
+        res.statusCode = 204;
+        res.end();
+      });
+      if (onConnection) server.on('connection', onConnection);
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    },
+    async closeAll(): Promise<void> {
+      for (const server of servers) {
+        server.closeAllConnections();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      }
+    },
+  };
+}
+
+/** The store and deliverer a test sends through: retries an hour apart unless `retry` says otherwise. */
+function deliveryKit(
+  options: {
+    requestTimeoutMs?: number;
+    concurrency?: number;
+    retry?: { baseDelayMs: number; maxDelayMs: number; retryForMs: number };
+  } = {},
+) {
+  const cipher = createTokenCipher(stack.encryptionKey);
+  const store = createWebhookStore({ database: stack.database, cipher });
+  const deliverer = createWebhookDeliverer({
+    store,
+    cipher,
+    logger: createLogger({ level: 'silent' }),
+    retry: options.retry ?? { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
+    ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
+    ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
+  });
+  return {
+    deliverer,
+    /** Registers `url` for funding.approved; its id. */
+    endpoint: async (url: string) =>
+      (await store.createEndpoint({ url, events: ['funding.approved'] }, 'deliverer-test')).endpoint.id,
+  };
+}
+
 describe('an endpoint that does not answer', () => {
   it('holds one place each, however many: another endpoint’s deliveries all arrive while their requests are still open', async () => {
-    const cipher = createTokenCipher(stack.encryptionKey);
-    const store = createWebhookStore({ database: stack.database, cipher });
+    const servers = partnerServers();
     // A partner endpoint that takes each request and never answers (a dead host behind a load balancer).
     const held: Array<() => void> = [];
     let answering = false;
-    const silent = createServer((_req, res) => (answering ? res.end() : held.push(() => res.end())));
-    const healthy = createServer((_req, res) => {
-      res.statusCode = 204;
-      res.end();
+    const silentUrl = await servers.start((res) => {
+      if (answering) res.end();
+      else held.push(() => res.end());
     });
-    const listen = async (server: Server) => {
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-    };
-    const endpoint = async (url: string) =>
-      (await store.createEndpoint({ url, events: ['funding.approved'] }, 'fairness-test')).endpoint.id;
-    // Three silent endpoints (one server), never delivered to from this process: not known to be down yet.
-    const silentUrl = await listen(silent);
-    const silentIds = [await endpoint(silentUrl), await endpoint(silentUrl), await endpoint(silentUrl)];
-    const healthyId = await endpoint(await listen(healthy));
-    // The silent endpoints' 20 events each are the oldest: before, a claim took them first, and every claim waited for
-    // them; after the first mend, 4 places each took all 8.
-    for (const silentId of silentIds) await dueDeliveries(silentId, 20, new Date(Date.now() - 60_000));
-    await dueDeliveries(healthyId, 40, new Date(Date.now() - 30_000));
-    const deliverer = createWebhookDeliverer({
-      store,
-      cipher,
-      logger: createLogger({ level: 'silent' }),
-      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
+    const kit = deliveryKit({
       // Longer than the round: the silent endpoint's requests stay open until the test lets them go.
       requestTimeoutMs: 30_000,
       concurrency: 8,
     });
-    const round = roundOf(deliverer, { roundMs: 20_000, pollIntervalMs: 100 });
+    // Three silent endpoints (one server), never delivered to from this process: not known to be down yet.
+    const silentIds = [await kit.endpoint(silentUrl), await kit.endpoint(silentUrl), await kit.endpoint(silentUrl)];
+    const healthyId = await kit.endpoint(await servers.start());
+    // The silent endpoints' 20 events each are the oldest: before, a claim took them first, and every claim waited for
+    // them; after the first mend, 4 places each took all 8.
+    for (const silentId of silentIds) await dueDeliveries(silentId, 20, new Date(Date.now() - 60_000));
+    await dueDeliveries(healthyId, 40, new Date(Date.now() - 30_000));
+    const round = roundOf(kit.deliverer, { roundMs: 20_000, pollIntervalMs: 100 });
     try {
       expect(await deliveredWithin(healthyId, 40, 15_000)).toBe(40);
       // One place each taken by the silent endpoints: their requests are still open.
@@ -427,112 +472,62 @@ describe('an endpoint that does not answer', () => {
       answering = true;
       for (const release of held) release();
       await round.stop();
-      silent.closeAllConnections();
-      await new Promise<void>((resolve) => silent.close(() => resolve()));
-      await new Promise<void>((resolve) => healthy.close(() => resolve()));
+      await servers.closeAll();
     }
   }, 60_000);
 
   it('does not slow one that does: a lone endpoint’s backlog goes out as places free, not one claim per poll interval', async () => {
-    const cipher = createTokenCipher(stack.encryptionKey);
-    const store = createWebhookStore({ database: stack.database, cipher });
-    const server = createServer((_req, res) => {
-      res.statusCode = 204;
-      res.end();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-    const endpointId = (await store.createEndpoint({ url, events: ['funding.approved'] }, 'backlog-test')).endpoint.id;
+    const servers = partnerServers();
+    const kit = deliveryKit();
+    const endpointId = await kit.endpoint(await servers.start());
     await dueDeliveries(endpointId, 200, new Date(Date.now() - 1_000));
-    const deliverer = createWebhookDeliverer({
-      store,
-      cipher,
-      logger: createLogger({ level: 'silent' }),
-      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
-    });
     // A poll interval as long as the round: before the second read's mend, a claim cut at the endpoint's share was
     // taken for "nothing more due", and the round slept a poll interval after the first.
-    const round = roundOf(deliverer, { roundMs: 120_000, pollIntervalMs: 120_000 });
+    const round = roundOf(kit.deliverer, { roundMs: 120_000, pollIntervalMs: 120_000 });
     try {
       expect(await deliveredWithin(endpointId, 200, 40_000)).toBe(200);
     } finally {
       await round.stop();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await servers.closeAll();
     }
   }, 60_000);
 });
 
 describe('endpoints with backlogs', () => {
   it('two that answer drain together, claimed again as their sends end, never a poll interval apart', async () => {
-    const cipher = createTokenCipher(stack.encryptionKey);
-    const store = createWebhookStore({ database: stack.database, cipher });
-    const server = createServer((_req, res) => {
-      res.statusCode = 204;
-      res.end();
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-    const ids: string[] = [];
-    for (let index = 0; index < 2; index += 1) {
-      const id = (await store.createEndpoint({ url, events: ['funding.approved'] }, 'fan-out-test')).endpoint.id;
-      ids.push(id);
-      await dueDeliveries(id, 150, new Date(Date.now() - 1_000));
-    }
-    const deliverer = createWebhookDeliverer({
-      store,
-      cipher,
-      logger: createLogger({ level: 'silent' }),
-      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
-    });
+    const servers = partnerServers();
+    const kit = deliveryKit();
+    const url = await servers.start();
+    const ids = [await kit.endpoint(url), await kit.endpoint(url)];
+    for (const id of ids) await dueDeliveries(id, 150, new Date(Date.now() - 1_000));
     // Found by a fourth read: a full claim flagged no endpoint as backlogged, so the claim after it, given both no
     // room yet, was taken for "nothing more due" and the round slept a poll interval with 280 due.
-    const round = roundOf(deliverer, { roundMs: 120_000, pollIntervalMs: 120_000 });
+    const round = roundOf(kit.deliverer, { roundMs: 120_000, pollIntervalMs: 120_000 });
     try {
       expect(await deliveredWithin(ids[0]!, 150, 40_000)).toBe(150);
       expect(await deliveredWithin(ids[1]!, 150, 10_000)).toBe(150);
     } finally {
       await round.stop();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await servers.closeAll();
     }
   }, 60_000);
 
   it('three that answer slowly, with long backlogs, leave a new endpoint its share: it is delivered to while theirs still wait', async () => {
-    const cipher = createTokenCipher(stack.encryptionKey);
-    const store = createWebhookStore({ database: stack.database, cipher });
-    const slow = createServer((_req, res) =>
+    const servers = partnerServers();
+    const kit = deliveryKit();
+    const slowUrl = await servers.start((res) =>
       setTimeout(() => {
         res.statusCode = 204;
         res.end();
       }, 200),
     );
-    const quick = createServer((_req, res) => {
-      res.statusCode = 204;
-      res.end();
-    });
-    const listen = async (server: Server) => {
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-    };
-    const slowUrl = await listen(slow);
-    const backlogs: string[] = [];
-    for (let index = 0; index < 3; index += 1) {
-      const id = (await store.createEndpoint({ url: slowUrl, events: ['funding.approved'] }, 'share-test')).endpoint.id;
-      backlogs.push(id);
-      await dueDeliveries(id, 150, new Date(Date.now() - 60_000));
-    }
-    const deliverer = createWebhookDeliverer({
-      store,
-      cipher,
-      logger: createLogger({ level: 'silent' }),
-      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
-    });
-    const round = roundOf(deliverer, { roundMs: 120_000, pollIntervalMs: 1_000 });
+    const backlogs = [await kit.endpoint(slowUrl), await kit.endpoint(slowUrl), await kit.endpoint(slowUrl)];
+    for (const id of backlogs) await dueDeliveries(id, 150, new Date(Date.now() - 60_000));
+    const round = roundOf(kit.deliverer, { roundMs: 120_000, pollIntervalMs: 1_000 });
     try {
       // Their backlogs under way, the three trusted (each delivered to): a new endpoint's events arrive.
       for (const id of backlogs) expect(await deliveredWithin(id, 1, 10_000)).toBeGreaterThan(0);
-      const newId = (
-        await store.createEndpoint({ url: await listen(quick), events: ['funding.approved'] }, 'share-test')
-      ).endpoint.id;
+      const newId = await kit.endpoint(await servers.start());
       await dueDeliveries(newId, 5, new Date());
       expect(await deliveredWithin(newId, 5, 20_000)).toBe(5);
       // Trusted backlogs that filled every claim would leave it waiting for all 450 to go.
@@ -542,110 +537,68 @@ describe('endpoints with backlogs', () => {
       expect(waiting).toBeGreaterThan(0);
     } finally {
       await round.stop();
-      await new Promise<void>((resolve) => slow.close(() => resolve()));
-      await new Promise<void>((resolve) => quick.close(() => resolve()));
+      await servers.closeAll();
     }
   }, 90_000);
 
   it('ten that are down take no more than half the places, and a new endpoint among them is tried first and drains', async () => {
-    const cipher = createTokenCipher(stack.encryptionKey);
-    const store = createWebhookStore({ database: stack.database, cipher });
+    const servers = partnerServers();
     let open = 0;
     let mostOpen = 0;
-    const silent = createServer(() => {
-      open += 1;
-      mostOpen = Math.max(mostOpen, open);
-    });
-    silent.on('connection', (socket) => socket.on('close', () => (open = Math.max(0, open - 1))));
-    const healthy = createServer((_req, res) => {
-      res.statusCode = 204;
-      res.end();
-    });
-    const listen = async (server: Server) => {
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-    };
-    const silentUrl = await listen(silent);
-    for (let index = 0; index < 10; index += 1) {
-      const id = (await store.createEndpoint({ url: silentUrl, events: ['funding.approved'] }, 'down-test')).endpoint
-        .id;
-      await dueDeliveries(id, 10, new Date(Date.now() - 60_000));
-    }
-    const healthyId = (
-      await store.createEndpoint({ url: await listen(healthy), events: ['funding.approved'] }, 'down-test')
-    ).endpoint.id;
-    await dueDeliveries(healthyId, 40, new Date(Date.now() - 1_000));
-    const deliverer = createWebhookDeliverer({
-      store,
-      cipher,
-      logger: createLogger({ level: 'silent' }),
-      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
+    const silentUrl = await servers.start(
+      () => undefined,
+      (socket) => {
+        open += 1;
+        mostOpen = Math.max(mostOpen, open);
+        socket.on('close', () => (open = Math.max(0, open - 1)));
+      },
+    );
+    const kit = deliveryKit({
       // The silent endpoints time out again and again, each time leaving a place free with their backlogs overdue.
       requestTimeoutMs: 300,
       concurrency: 8,
     });
-    const round = roundOf(deliverer, { roundMs: 120_000, pollIntervalMs: 120_000 });
+    for (let index = 0; index < 10; index += 1)
+      await dueDeliveries(await kit.endpoint(silentUrl), 10, new Date(Date.now() - 60_000));
+    const healthyId = await kit.endpoint(await servers.start());
+    await dueDeliveries(healthyId, 40, new Date(Date.now() - 1_000));
+    const round = roundOf(kit.deliverer, { roundMs: 120_000, pollIntervalMs: 120_000 });
     try {
       // Before: each freed place went to a down endpoint's older delivery, and the new one was never tried.
       expect(await deliveredWithin(healthyId, 40, 20_000)).toBe(40);
       expect(mostOpen).toBeLessThanOrEqual(4);
     } finally {
       await round.stop();
-      silent.closeAllConnections();
-      await new Promise<void>((resolve) => silent.close(() => resolve()));
-      await new Promise<void>((resolve) => healthy.close(() => resolve()));
+      await servers.closeAll();
     }
   }, 60_000);
 });
 
 describe('an endpoint that asks to wait', () => {
   it('gets its next attempt no sooner than its Retry-After on a 429 or a 503, up to the longest wait of the policy', async () => {
-    const cipher = createTokenCipher(stack.encryptionKey);
-    const store = createWebhookStore({ database: stack.database, cipher });
-    const asks = [
+    const servers = partnerServers();
+    const kit = deliveryKit({
+      requestTimeoutMs: 5_000,
+      retry: { baseDelayMs: 1_000, maxDelayMs: 3_600_000, retryForMs: 86_400_000 },
+    });
+    const deliveries: string[] = [];
+    for (const ask of [
       { status: 429, retryAfter: '120' },
       { status: 503, retryAfter: '7200' },
       { status: 500, retryAfter: '120' },
-    ];
-    const endpoints: string[] = [];
-    const servers: Server[] = [];
-    for (const ask of asks) {
-      const server = createServer((_req, res) => {
+    ]) {
+      const url = await servers.start((res) => {
         res.writeHead(ask.status, { 'retry-after': ask.retryAfter });
         res.end();
       });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      servers.push(server);
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
-      endpoints.push(
-        (await store.createEndpoint({ url, events: ['funding.approved'] }, 'retry-after-test')).endpoint.id,
-      );
+      deliveries.push(...(await dueDeliveries(await kit.endpoint(url), 1, new Date(Date.now() - 1_000))));
     }
-    const deliveries: string[] = [];
-    for (const endpointId of endpoints) {
-      const event = await stack.database.webhookEvent.create({
-        data: { id: `evt_${randomUUID().replaceAll('-', '')}`, type: 'funding.approved', body: '{}' },
-      });
-      const id = randomUUID();
-      deliveries.push(id);
-      await stack.database.webhookDelivery.create({
-        data: { id, eventId: event.id, endpointId, nextAttemptAt: new Date(Date.now() - 1_000) },
-      });
-    }
-    const policy = { baseDelayMs: 1_000, maxDelayMs: 3_600_000, retryForMs: 86_400_000 };
-    const deliverer = createWebhookDeliverer({
-      store,
-      cipher,
-      logger: createLogger({ level: 'silent' }),
-      retry: policy,
-      requestTimeoutMs: 5_000,
-    });
     try {
       const deadline = Date.now() + 15_000;
       const attempted = () =>
         stack.database.webhookDelivery.findMany({ where: { id: { in: deliveries } }, include: { attemptLog: true } });
       while ((await attempted()).some((row) => row.attempts === 0) && Date.now() < deadline)
-        await deliverer.deliverFor({
+        await kit.deliverer.deliverFor({
           roundMs: 200,
           pollIntervalMs: 50,
           sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
@@ -660,8 +613,8 @@ describe('an endpoint that asks to wait', () => {
       // Before: 1 s each, the backoff's first step, whatever the endpoint asked.
       expect(deliveries.map((id) => waits.get(id))).toEqual([120, 3600, 1]);
     } finally {
-      await deliverer.drain();
-      for (const server of servers) await new Promise<void>((resolve) => server.close(() => resolve()));
+      await kit.deliverer.drain();
+      await servers.closeAll();
     }
   });
 });
