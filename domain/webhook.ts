@@ -20,6 +20,18 @@ export const webhookEventTypes = [
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
+/**
+ * What one round of the deliverer reports (webhooks/deliverer.ts counts it, the deliverWebhooks workflow records it):
+ * the claims it made and how its attempts ended. Counted per round, never a secret or a URL.
+ */
+export interface DeliveryRoundReport {
+  batches: number;
+  claimed: number;
+  succeeded: number;
+  retrying: number;
+  failed: number;
+}
+
 /** The event a funding's move to `status` emits: its final states and NEEDS_REVIEW; null for the others. */
 export function fundingWebhookEventType(status: FundingStatus): WebhookEventType | null {
   switch (status) {

@@ -5,6 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
+import type { DeliveryRoundReport } from '../domain/webhook.ts';
 import type { Logger } from '../lib/logger.ts';
 import { parseRetryAfter } from '../lib/retry-after.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
@@ -105,15 +106,6 @@ function errorOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** What a round of sending reports (the deliverer's activity answers it): claims made, and the attempts' ends. */
-export interface DeliveryRoundCounts {
-  batches: number;
-  claimed: number;
-  succeeded: number;
-  retrying: number;
-  failed: number;
-}
-
 export interface DeliveryRound {
   /** How long to go on claiming. */
   roundMs: number;
@@ -170,7 +162,7 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
    * Sends one claimed delivery and records its attempt, counted in `counts`; answers whether the endpoint took it (a
    * 2xx), whatever the record then said.
    */
-  async function deliver(delivery: ClaimedDelivery, counts: DeliveryRoundCounts): Promise<boolean> {
+  async function deliver(delivery: ClaimedDelivery, counts: DeliveryRoundReport): Promise<boolean> {
     const outcome = await attempt(delivery);
     const delivered = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const status = await store.recordAttempt(delivery, outcome, retry);
@@ -278,7 +270,7 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     return [...given.keys()].filter((endpointId) => backlogged.has(endpointId));
   }
 
-  function start(delivery: ClaimedDelivery, counts: DeliveryRoundCounts): void {
+  function start(delivery: ClaimedDelivery, counts: DeliveryRoundReport): void {
     const endpointId = delivery.endpointId;
     sending.set(endpointId, (sending.get(endpointId) ?? 0) + 1);
     sends += 1;
@@ -329,8 +321,8 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
      * round's counts are those of the sends that ended before it did). Cancelled (`round.sleep` rejects): the sends
      * under way end, then it rejects too.
      */
-    async deliverFor(round: DeliveryRound): Promise<DeliveryRoundCounts> {
-      const counts: DeliveryRoundCounts = { batches: 0, claimed: 0, succeeded: 0, retrying: 0, failed: 0 };
+    async deliverFor(round: DeliveryRound): Promise<DeliveryRoundReport> {
+      const counts: DeliveryRoundReport = { batches: 0, claimed: 0, succeeded: 0, retrying: 0, failed: 0 };
       const until = Date.now() + round.roundMs;
       try {
         for (;;) {

@@ -2,6 +2,7 @@
 // and the one start every starter uses. Imported by the workflow bundle: type imports only, and
 // the workflow's signature declared here (the workflow imports this file, never the reverse).
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { DeliveryRoundReport } from '../domain/webhook.ts';
 
 /** The workflow type: the name Temporal and every stored history know it by (the function's name). */
 export const deliverWebhooksWorkflowType = 'deliverWebhooks';
@@ -26,16 +27,8 @@ export interface DeliveryRoundInput {
   roundMs: number;
 }
 
-/** What one round reports: counted per round, never a secret or a URL. */
-export interface DeliveryRoundReport {
-  batches: number;
-  claimed: number;
-  succeeded: number;
-  retrying: number;
-  failed: number;
-}
-
-export type DeliverWebhooksRound = DeliveryRoundReport;
+/** What one round reports (its one shape is the domain's). */
+export type { DeliveryRoundReport };
 
 /** The activity deliverWebhooks schedules (activities/webhooks.ts implements it, taking its types from here). */
 export interface DeliverWebhooksActivities {
