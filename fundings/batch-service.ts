@@ -19,6 +19,7 @@ import {
 import type { FundingRefusalCode, FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric } from '../domain/money.ts';
 import { sameActor } from '../domain/actor.ts';
+import { ownerOfLink } from '../domain/link.ts';
 import type { FundingBatch } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
@@ -234,14 +235,14 @@ export function createBatchService(deps: BatchServiceDependencies) {
       if (!share.take(LINK_LOOKUP_BYTES_PER_LINK)) return { ok: false, kind: 'over-budget' };
       linkIds.add(linkId);
     }
-    const links = new Map<string, string>();
+    const links = new Map<string, string | null>();
     const wanted = [...linkIds];
     for (let start = 0; start < wanted.length; start += LINK_LOOKUP_CHUNK) {
       const found = await deps.database.link.findMany({
         where: { id: { in: wanted.slice(start, start + LINK_LOOKUP_CHUNK) } },
-        select: { id: true, partnerUserId: true },
+        select: { id: true, partnerUserId: true, kind: true },
       });
-      for (const link of found) links.set(link.id, link.partnerUserId);
+      for (const link of found) links.set(link.id, ownerOfLink(link));
     }
     const batchSource = read.source;
     const errors: BatchRowError[] = [];

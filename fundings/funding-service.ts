@@ -26,6 +26,7 @@ import type { Metrics } from '../lib/metrics.ts';
 import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { FundingRefusalCode } from '../domain/ledger.ts';
+import { ownerOfLink } from '../domain/link.ts';
 import { InsufficientFundsError, type Ledger } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
 import { createFundingRecord, type FundingWithEvents } from './funding-record.ts';
@@ -236,10 +237,10 @@ export function createFundingService(deps: FundingServiceDependencies) {
       if (body.recipient.type === 'TOKEN') {
         const link = await deps.database.link.findUnique({
           where: { id: body.recipient.linkId },
-          select: { status: true, partnerUserId: true },
+          select: { status: true, partnerUserId: true, kind: true },
         });
         if (!link) return unlessKeyTaken({ kind: 'link-not-found' }, requestFingerprint);
-        recipientOwner = link.partnerUserId;
+        recipientOwner = ownerOfLink(link);
       }
       // A user's balance goes to that user's own wallet (a fund key may not pay it elsewhere),
       // unless the caller may pay one user's balance to another (the admin scope).

@@ -6,6 +6,7 @@
 // onboardEmbeddedSession workflow's activity (activities/embedded-session.ts), and the landing
 // page when the user is already there (on demand, ahead of a storm's backlog).
 import { firstNameForPage, type OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
+import { embeddedPartnerUserId } from '../domain/link.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, scopesOf, type WalletClient, type WalletError } from '../wallet/index.ts';
@@ -96,7 +97,7 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
           SELECT status::text AS status FROM embedded_session WHERE id = ${row.id}::uuid FOR UPDATE`;
         if (session?.status !== 'PENDING') return null;
         const linked = await saveLinkWithTokensIn(tx, deps.tokens, {
-          partnerUserId: `wallet:${profileId}`,
+          partnerUserId: embeddedPartnerUserId(profileId),
           profileId,
           maskedUserId: null,
           kind: 'EMBEDDED',

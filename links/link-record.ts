@@ -1,7 +1,9 @@
 // Links: a partner user's connection to a wallet account. Found or created by the wallet's
 // profileId (one per kind), with its tokens replaced in the same transaction unless it holds a
 // newer pair. A login never moves
-// a link to another partner user (contract-decisions section 12): that refusal is LinkOwnedError.
+// a link to another partner user (contract-decisions section 12): that refusal is LinkOwnedError; nor stores a
+// standalone link under an embedded-app user's id (EmbeddedPartnerUserIdError).
+import { isEmbeddedPartnerUserId } from '../domain/link.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
 import type { PlainTokens, TokenStore } from './token-store.ts';
@@ -30,6 +32,15 @@ export class LinkOwnedError extends Error {
   }
 }
 
+/** A standalone link under an embedded-app user's id (`wallet:…`, domain/link.ts): never stored. */
+export class EmbeddedPartnerUserIdError extends Error {
+  readonly code = 'PARTNER_USER_ID_RESERVED';
+  constructor() {
+    super('a standalone link cannot take an id of the wallet: namespace (embedded-app users)');
+    this.name = 'EmbeddedPartnerUserIdError';
+  }
+}
+
 /** The link was unlinked after the login began (an ops or console revoke): the older login does not undo it. */
 export class LinkUnlinkedSinceError extends Error {
   readonly code = 'LINK_UNLINKED';
@@ -53,6 +64,8 @@ export async function saveLinkWithTokensIn(
   tokens: TokenStore,
   input: LinkInput,
 ): Promise<{ linkId: string; created: boolean }> {
+  if (input.kind === 'STANDALONE' && isEmbeddedPartnerUserId(input.partnerUserId))
+    throw new EmbeddedPartnerUserIdError();
   // Locked: two logins of the same wallet for different partner users cannot both pass the check. (NO KEY: a token
   // refresh's history row, whose reference to the link takes a KEY SHARE lock, does not wait for it.)
   const [existing] = await tx.$queryRaw<Array<{ id: string; partner_user_id: string; status: string }>>`

@@ -8,6 +8,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { errors as joseErrors, jwtVerify } from 'jose';
 import { z } from 'zod';
+import { partnerUserIdSchema } from '../domain/ledger.ts';
+import { isEmbeddedPartnerUserId } from '../domain/link.ts';
 import type { Database } from '../lib/database.ts';
 
 /** The longest a login URL or a signed login token may live. */
@@ -15,10 +17,14 @@ export const LOGIN_GRANT_MAX_TTL_MS = 10 * 60_000;
 /** Clock difference tolerated between the partner backend and walletflow when checking `exp`. */
 const CLOCK_TOLERANCE_SECONDS = 30;
 
-/** A partner user id: what the link records (printable ASCII). */
-export const partnerUserIdSchema = z
-  .string()
-  .regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable ASCII characters');
+/**
+ * The partner user id a standalone login binds: any the ops API takes, except the embedded-app users' `wallet:`
+ * namespace (domain/link.ts).
+ */
+const standalonePartnerUserIdSchema = partnerUserIdSchema.refine(
+  (partnerUserId) => !isEmbeddedPartnerUserId(partnerUserId),
+  'partnerUserId must not start with wallet: (the ids of embedded-app users, wallet:{profileId}, no login binds)',
+);
 /** The mobile number the wallet's login page starts with (and pins). */
 export const loginMobileSchema = z
   .string()
@@ -26,13 +32,13 @@ export const loginMobileSchema = z
 
 /** POST /ops/links/login-urls. */
 export const loginUrlRequestSchema = z
-  .object({ partnerUserId: partnerUserIdSchema, mobile: loginMobileSchema.optional() })
+  .object({ partnerUserId: standalonePartnerUserIdSchema, mobile: loginMobileSchema.optional() })
   .strict();
 export type LoginUrlRequest = z.infer<typeof loginUrlRequestSchema>;
 
 /** The claims walletflow reads from a signed login token (others are ignored). */
 const signedClaimsSchema = z.object({
-  sub: partnerUserIdSchema,
+  sub: standalonePartnerUserIdSchema,
   exp: z.number().int(),
   mobile: loginMobileSchema.optional(),
 });
@@ -170,6 +176,9 @@ export async function spendLoginGrant(
     data: { usedAt: new Date(now) },
   });
   const grant = await database.loginGrant.findUnique({ where: { tokenHash } });
+  // A URL minted for an embedded-app user's id before such a URL was refused binds nothing.
+  if (spent.count === 1 && grant && isEmbeddedPartnerUserId(grant.partnerUserId))
+    return { ok: false, reason: 'invalid' };
   if (spent.count === 1 && grant)
     return { ok: true, partnerUserId: grant.partnerUserId, mobile: grant.mobile ?? undefined };
   if (!grant || grant.source !== 'OPS') return { ok: false, reason: 'invalid' };

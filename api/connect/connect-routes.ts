@@ -9,7 +9,7 @@ import type { Router } from 'express';
 import { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Database } from '../../lib/database.ts';
-import { LinkOwnedError, saveLinkWithTokens } from '../../links/link-record.ts';
+import { EmbeddedPartnerUserIdError, LinkOwnedError, saveLinkWithTokens } from '../../links/link-record.ts';
 import { readLoginToken, spendLoginGrant, type LoginRefusal } from '../../links/login-grants.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
@@ -441,6 +441,12 @@ export function connectRouter(deps: ConnectDependencies): Router {
         ],
       });
     } catch (error) {
+      // A login begun for an embedded-app user's id before such a login was refused (domain/link.ts): nothing linked.
+      if (error instanceof EmbeddedPartnerUserIdError) {
+        await deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:reserved_id' } });
+        page(res, 400, refusedLoginPages.invalid);
+        return;
+      }
       if (error instanceof LinkOwnedError) {
         deps.logger.warn(
           { linkId: error.linkId },

@@ -88,7 +88,10 @@ const routes = {
     },
     responses: {
       '201': jsonAnswer(named('LoginUrl', loginUrlSchema), 'the URL to send the user to'),
-      '400': problemAnswer('a malformed body; nothing stored', ['VALIDATION_ERROR', ...malformedBodyCodes]),
+      '400': problemAnswer(
+        'a malformed body, or a partnerUserId of the embedded-app users’ wallet: namespace (wallet:{profileId}, which no standalone login binds); nothing stored',
+        ['VALIDATION_ERROR', ...malformedBodyCodes],
+      ),
     },
   }),
   findLinks: defineRoute({

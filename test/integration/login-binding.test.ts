@@ -137,6 +137,45 @@ describe('the link hijack through /connect/start', () => {
 });
 
 describe('login URLs and signed login tokens', () => {
+  it('no standalone login binds an id of the embedded-app users’ wallet:{profileId} namespace: a login URL for one is refused, a signed token naming one is refused, and a standalone link under one is never stored', async () => {
+    const embeddedId = `wallet:${randomUUID()}`;
+    for (const partnerUserId of [embeddedId, `WALLET:${randomUUID()}`]) {
+      const minted = await stack.opsFetch('/ops/links/login-urls', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ partnerUserId }),
+      });
+      expect(minted.status, partnerUserId).toBe(400);
+    }
+    const user = await stack.admin.createUser({ password: 'pw-reserved' });
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(embeddedId)
+      .setExpirationTime(Math.floor(Date.now() / 1000) + 300)
+      .sign(signingKey);
+    const started = await start({ login: token });
+    expect(started.status).toBe(400);
+    expect(started.html).toContain('not valid');
+    const tokens = await stack.admin.standaloneTokens(user.userId);
+    await expect(
+      saveLinkWithTokens(stack.database, stack.tokens, {
+        partnerUserId: embeddedId,
+        profileId: user.profileId,
+        maskedUserId: null,
+        kind: 'STANDALONE',
+        scopes: [],
+        requestReferenceNo: null,
+        tokens: {
+          accessToken: tokens.access_token,
+          refreshToken: tokens.refresh_token ?? '',
+          accessTokenExpiresAt: new Date(Date.now() + 3_600_000),
+          refreshTokenExpiresAt: null,
+        },
+      }),
+    ).rejects.toThrow(/wallet:/);
+    expect(await stack.database.link.count({ where: { partnerUserId: embeddedId } })).toBe(0);
+  });
+
   it('an ops login URL links the wallet to its partner user, once', async () => {
     const user = await stack.admin.createUser({ password: 'pw-url' });
     const partnerUserId = `partner-${randomUUID()}`;

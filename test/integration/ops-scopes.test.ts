@@ -162,6 +162,68 @@ describe('whose balance a key may draw', () => {
     expect(own.status).toBe(202);
   });
 
+  it('a standalone login cannot claim an embedded-app user’s wallet:{profileId}: its login URL is refused, and a standalone link stored under such an id is not that user’s wallet (403, a batch row SOURCE_NOT_RECIPIENT), nothing stored or held', async () => {
+    const owner = await userWithBalance();
+    // A colleague with the accounts scope mints a login URL for the embedded user's id, to link a wallet of theirs.
+    const minted = await stack.opsFetch('/ops/links/login-urls', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ partnerUserId: owner.partnerUserId }),
+    });
+    expect(minted.status).toBe(400);
+    expect(await minted.json()).toMatchObject({ code: 'VALIDATION_ERROR', errors: [{ path: 'partnerUserId' }] });
+    expect(await stack.database.loginGrant.count({ where: { partnerUserId: owner.partnerUserId } })).toBe(0);
+    // A standalone link under that id, of another wallet (stored before this release, or by a direct write).
+    const other = await stack.admin.createUser();
+    const [claimed] = await stack.database.$queryRaw<Array<{ id: string }>>`
+      INSERT INTO link (id, partner_user_id, profile_id, masked_user_id, kind, scopes, status, created_at, updated_at)
+      VALUES (gen_random_uuid(), ${owner.partnerUserId}, ${other.profileId}, NULL, 'STANDALONE', '{}', 'ACTIVE', now(), now())
+      RETURNING id::text AS id`;
+    const fundingsBefore = await stack.database.funding.count();
+    const source = { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId };
+    const single = await as(funder, '/ops/fundings', {
+      method: 'POST',
+      headers: { 'idempotency-key': randomUUID() },
+      body: JSON.stringify({
+        recipient: { type: 'TOKEN', linkId: claimed!.id },
+        amount: { currency: 'PHP', value: '10.00' },
+        source,
+      }),
+    });
+    expect(single.status).toBe(403);
+    expect(await single.json()).toMatchObject({ code: 'SCOPE_REQUIRED' });
+    const batch = await as(funder, '/ops/funding-batches', {
+      method: 'POST',
+      headers: { 'idempotency-key': randomUUID() },
+      body: JSON.stringify({
+        name: 'claimed id',
+        source,
+        items: [
+          {
+            reference: 'own',
+            recipient: { type: 'TOKEN', linkId: owner.linkId },
+            amount: { currency: 'PHP', value: '1.00' },
+          },
+          {
+            reference: 'claimed',
+            recipient: { type: 'TOKEN', linkId: claimed!.id },
+            amount: { currency: 'PHP', value: '1.00' },
+          },
+        ],
+      }),
+    });
+    expect(batch.status).toBe(422);
+    expect(await batch.json()).toMatchObject({
+      code: 'BATCH_INVALID',
+      errors: [{ reference: 'claimed', code: 'SOURCE_NOT_RECIPIENT' }],
+    });
+    expect(await stack.database.funding.count()).toBe(fundingsBefore);
+    const account = (await (await as(funder, `/ops/accounts/${encodeURIComponent(owner.partnerUserId)}`)).json()) as {
+      available: { value: string };
+    };
+    expect(account.available.value).toBe('100.00');
+  });
+
   it('an admin key may pay one user’s balance to another recipient', async () => {
     const owner = await userWithBalance();
     const other = await userWithBalance();
