@@ -60,6 +60,8 @@ export interface ActivityDependencies {
   lanes?: boolean;
   /** Whether this worker's build is the current version (activities/sweep.ts); absent: it is. */
   buildIsCurrent?: () => Promise<boolean>;
+  /** Tests only: how long the sweep's long passes go on in one sweep (activities/sweep.ts PASS_BUDGET_MS). */
+  sweepPassBudgetMs?: number;
   /** The webhook deliverer's retry schedule and per-attempt time-out; absent: 24 hours of retries, 10 s. */
   webhooks?: { retry?: WebhookRetryPolicy; requestTimeoutMs?: number; publicTargetsOnly?: boolean };
 }
@@ -154,6 +156,7 @@ export function createActivities(deps: ActivityDependencies) {
         taskQueue: deps.taskQueue,
         logger: deps.logger,
         databaseNow: () => databaseNow(deps.database),
+        ...(deps.sweepPassBudgetMs === undefined ? {} : { passBudgetMs: deps.sweepPassBudgetMs }),
         ...metrics,
       }),
       ...createWebhookActivities({ deliverer }),

@@ -65,6 +65,8 @@ export interface SweepDependencies {
    * worker's.
    */
   databaseNow: () => Promise<Date>;
+  /** How long a pass that may be long goes on in one sweep (PASS_BUDGET_MS); tests set less. */
+  passBudgetMs?: number;
 }
 
 /** Who resolves a review from the wallet's own final state. */
@@ -75,6 +77,12 @@ const DAY_MS = DAY_SECONDS * 1000;
 const SWEEP_RESOLVE_DEADLINE_MS = 3000;
 /** Ledger transactions read per range by the daily pass over every hold (a heartbeat between ranges). */
 const OPEN_HOLD_RANGE = 50_000n;
+/**
+ * How long one sweep goes on with a pass whose work grows with the history or an incident (the pass over every hold,
+ * the FAILED re-checks), at least a page or a question each: the rest is the next sweep's, from where this one stopped.
+ * Far below the attempt's five minutes, so an attempt ends with its passes' progress kept, and its other repairs done.
+ */
+const PASS_BUDGET_MS = 60_000;
 
 /** What one sweep learned that changes how it goes on. */
 interface SweepPassState {
@@ -89,6 +97,7 @@ const FAILING_TASK_ATTEMPTS = 3;
 
 export function createSweepActivities(deps: SweepDependencies): SweepActivities {
   const { fundings, payments, marks, logger } = deps;
+  const passBudget = deps.passBudgetMs ?? PASS_BUDGET_MS;
 
   const workflowState = async (workflowId: string) => (await workflowRunState(deps.temporal, workflowId)).state;
 
@@ -407,6 +416,34 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     );
   }
 
+  /**
+   * One sweep's share of the round over every hold: from the round's position (or the first hold), a page of a range at
+   * a time, each range beginning at the next id a transaction took, until the budget is spent (at least one page) or
+   * the last hold is read: then the round is over, and its mark is `now`.
+   */
+  async function passOverEveryHold(
+    now: Date,
+    limit: number,
+    settleOpen: (open: Array<{ id: string; status: FundingStatus }>) => Promise<boolean>,
+  ): Promise<void> {
+    const until = Date.now() + passBudget;
+    /** The range from the first id a transaction took after `after` on; null past the last: the round is over. */
+    const rangeAfter = async (after: bigint) => {
+      const next = await fundings.ledgerTransactionIdAfter(after);
+      return next === null ? null : { after: next - 1n, through: next - 1n + OPEN_HOLD_RANGE };
+    };
+    let range = await rangeAfter((await marks.positionOf('open-holds-full')) ?? 0n);
+    while (range) {
+      const page = await fundings.listFinalWithOpenHoldAmong({ ...range, limit });
+      await settleOpen(page);
+      range = page.length < limit ? await rangeAfter(range.through) : { ...range, after: page.at(-1)!.holdId };
+      if (!range) break;
+      await marks.keepPosition('open-holds-full', range.after);
+      if (Date.now() >= until) return;
+    }
+    await marks.advance('open-holds-full', now);
+  }
+
   return {
     async sweepStuckFundings(input: SweepInput): Promise<SweepReport> {
       // A funding is swept when its owner has shown nothing for this long (its age does not count);
@@ -439,6 +476,8 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       );
       let unasked = null as { count: number; oldest: Date } | null;
       let rateLimited = false;
+      const recheckUntil = Date.now() + passBudget;
+      let asked = 0;
       for await (const funding of everyRow((after) =>
         fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }),
       )) {
@@ -449,13 +488,16 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
             oldest: unasked && unasked.oldest < funding.updatedAt ? unasked.oldest : funding.updatedAt,
           };
         };
-        if (rateLimited) leftUnasked();
-        else if (funding.transferId)
+        // After a 429, or once the pass's budget is spent (at least one asked): the rest are the next sweep's.
+        if (rateLimited || (asked > 0 && Date.now() >= recheckUntil)) leftUnasked();
+        else if (funding.transferId) {
+          asked += 1;
           await recheckFailed({ ...funding, transferId: funding.transferId }, tally).catch((error: unknown) => {
             if (!isWalletTransient(error)) throw error;
             rateLimited = error instanceof ApplicationFailure && isRateLimited(error);
             leftUnasked();
           });
+        }
         heartbeat();
       }
       await marks.advance('failed-recheck', unasked && unasked.oldest < now ? unasked.oldest : now);
@@ -474,9 +516,8 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       }
       // The ledger's side: a final funding's hold is settled in the same transaction as its final
       // state, so an open one is a crash or a hand-made repair; settle it by the funding's status.
-      // The fundings finished since the pass's mark each sweep; every hold ever written once a day
-      // (a repair in SQL may leave updated_at as it was), a range of holds at a time. A read that
-      // found a page's worth leaves its mark: the next sweep reads on.
+      // The fundings finished since the pass's mark each sweep (a read that found a page's worth leaves its mark: the
+      // next sweep reads on); every hold ever written once a day, last (below).
       const settleOpen = async (open: Array<{ id: string; status: FundingStatus }>) => {
         for (const { id, status } of open) {
           stopIfCancelled();
@@ -488,16 +529,6 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       const openSince = readFrom(await marks.through('open-holds'), new Date(now.getTime() - DAY_MS));
       if (await settleOpen(await fundings.listFinalWithOpenHold({ since: openSince, limit })))
         await marks.advance('open-holds', now);
-      if (((await marks.through('open-holds-full')) ?? new Date(0)) <= new Date(now.getTime() - DAY_MS)) {
-        const last = await fundings.lastLedgerTransactionId();
-        let whole = true;
-        for (let after = 0n; after < last; after += OPEN_HOLD_RANGE) {
-          const through = after + OPEN_HOLD_RANGE;
-          whole =
-            (await settleOpen(await fundings.listFinalWithOpenHold({ holdIds: { after, through }, limit }))) && whole;
-        }
-        if (whole) await marks.advance('open-holds-full', now);
-      }
       // Batches: a RUNNING or PAUSED batch has a runner; one that never started (the start failed
       // after the batch was stored or approved) or that closed is started again. The runner only
       // dispatches PENDING items, each once, so a second runner adds nothing twice.
@@ -534,6 +565,12 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         await startFundLane(deps.temporal, { taskQueue: deps.taskQueue, lane });
         logger.warn({ lane, run }, 'lane started by the sweep');
       }
+      // Every hold ever written (a repair in SQL may leave updated_at as it was), once a day, last: a range of ids at a
+      // time from where the last sweep stopped, its position kept after each page, for the pass's budget. A ledger of
+      // years is read over several sweeps; before, each attempt began again at the first hold, and one that took more
+      // than the attempt's five minutes never ended, nor let the repairs after it run.
+      if (((await marks.through('open-holds-full')) ?? new Date(0)) <= new Date(now.getTime() - DAY_MS))
+        await passOverEveryHold(now, limit, settleOpen);
       const review = await payments.listInReview(MAX_SWEEP_LISTED);
       tally.paymentsNeedingReview(
         review.map((payment) => ({

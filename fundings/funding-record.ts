@@ -601,35 +601,41 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     },
 
     /**
-     * Final fundings whose hold is still open (a crash between the two, or a hand-made repair): the sweep's work. With
-     * `since`, those updated since then, by (status, updated_at): what finished lately, whatever the history; with
-     * `holdIds`, those whose hold's id is in the range (the sweep's pass over every hold ever written, once a day, a
-     * range at a time).
+     * Final fundings whose hold is still open (a crash between the two, or a hand-made repair): the sweep's work. Those
+     * updated since `since`, by (status, updated_at): what finished lately, whatever the history.
      */
-    listFinalWithOpenHold: (
-      read: ({ since: Date } | { holdIds: { after: bigint; through: bigint } }) & { limit: number },
-    ) =>
-      'since' in read
-        ? database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
-            SELECT f.id::text AS id, f.status::text AS status FROM funding f
-            WHERE f.status IN (${finalStatusLiterals}) AND f.updated_at >= ${read.since}
-              AND EXISTS (
-                SELECT 1 FROM ledger_transaction h
-                WHERE h.funding_id = f.id AND h.kind = 'HOLD'
-                  AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id))
-            ORDER BY f.updated_at, f.id LIMIT ${read.limit}`
-        : database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
-            SELECT f.id::text AS id, f.status::text AS status
-            FROM ledger_transaction h JOIN funding f ON f.id = h.funding_id
-            WHERE h.id > ${read.holdIds.after} AND h.id <= ${read.holdIds.through}
-              AND h.kind = 'HOLD' AND f.status IN (${finalStatusLiterals})
-              AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)
-            ORDER BY h.id LIMIT ${read.limit}`,
+    listFinalWithOpenHold: (read: { since: Date; limit: number }) =>
+      database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
+        SELECT f.id::text AS id, f.status::text AS status FROM funding f
+        WHERE f.status IN (${finalStatusLiterals}) AND f.updated_at >= ${read.since}
+          AND EXISTS (
+            SELECT 1 FROM ledger_transaction h
+            WHERE h.funding_id = f.id AND h.kind = 'HOLD'
+              AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id))
+        ORDER BY f.updated_at, f.id LIMIT ${read.limit}`,
 
-    /** The last ledger transaction's id: where the sweep's pass over every hold ends. */
-    lastLedgerTransactionId: async (): Promise<bigint> =>
-      (await database.$queryRaw<Array<{ id: bigint | null }>>`SELECT max(id) AS id FROM ledger_transaction`)[0]?.id ??
-      0n,
+    /**
+     * As listFinalWithOpenHold, by the hold's id in (after, through], in its order, with that id: the sweep's pass over
+     * every hold ever written, once a day, a range at a time.
+     */
+    listFinalWithOpenHoldAmong: (read: { after: bigint; through: bigint; limit: number }) =>
+      database.$queryRaw<Array<{ id: string; status: FundingStatus; holdId: bigint }>>`
+        SELECT f.id::text AS id, f.status::text AS status, h.id AS "holdId"
+        FROM ledger_transaction h JOIN funding f ON f.id = h.funding_id
+        WHERE h.id > ${read.after} AND h.id <= ${read.through}
+          AND h.kind = 'HOLD' AND f.status IN (${finalStatusLiterals})
+          AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)
+        ORDER BY h.id LIMIT ${read.limit}`,
+
+    /**
+     * The first ledger transaction's id after `after`, null past the last: where the sweep's pass over every hold
+     * reads on (ids no transaction took, a rolled-back batch's, are stepped over, not read a range at a time).
+     */
+    ledgerTransactionIdAfter: async (after: bigint): Promise<bigint | null> =>
+      (
+        await database.$queryRaw<Array<{ id: bigint | null }>>`
+          SELECT min(id) AS id FROM ledger_transaction WHERE id > ${after}`
+      )[0]?.id ?? null,
 
     /** Settles the hold of a final funding by its status, under its row lock; what was done. */
     settleFinalHold: (fundingId: string) =>

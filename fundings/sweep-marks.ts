@@ -3,7 +3,8 @@
 // and moves its mark once it has seen all of them: so each funding is looked at in the sweeps of the
 // hour after it finished, not in every sweep of a day (a day of 100,000 fundings read again every
 // five minutes), and a sweep that did not run for hours (Temporal down, workers stopped) takes up
-// from where the last one stopped, as far back as the pass looks at all (a day).
+// from where the last one stopped, as far back as the pass looks at all (a day). The pass over every hold also keeps
+// its position within a round (the last ledger transaction id read through), so that the next sweep reads on from it.
 import type { Database } from '../lib/database.ts';
 
 /**
@@ -21,10 +22,17 @@ export type SweepPass = 'failed-recheck' | 'open-holds' | 'open-holds-full';
 export const MARK_MARGIN_MS = 60 * 60_000;
 
 export interface SweepMarks {
-  /** Where the pass has gone through; null before its first complete pass. */
+  /** Where the pass has gone through; null (or the epoch, once it kept a position) before its first round ended. */
   through(pass: SweepPass): Promise<Date | null>;
-  /** The pass has seen everything up to `through` (the database's clock): its mark moves forward, never back. */
+  /**
+   * The pass has seen everything up to `through` (the database's clock): its mark moves forward, never back, and the
+   * round it kept a position in is over.
+   */
   advance(pass: SweepPass, through: Date): Promise<void>;
+  /** The ledger transaction id the pass's round under way has read through; null: no round under way. */
+  positionOf(pass: SweepPass): Promise<bigint | null>;
+  /** The round has read through `afterId`: the next sweep reads on from it (its mark unchanged). */
+  keepPosition(pass: SweepPass, afterId: bigint): Promise<void>;
 }
 
 export function createSweepMarks(database: Database): SweepMarks {
@@ -35,7 +43,16 @@ export function createSweepMarks(database: Database): SweepMarks {
     async advance(pass, through) {
       await database.$executeRaw`
         INSERT INTO sweep_mark (pass, through) VALUES (${pass}, ${through})
-        ON CONFLICT (pass) DO UPDATE SET through = GREATEST(sweep_mark.through, EXCLUDED.through)`;
+        ON CONFLICT (pass) DO UPDATE SET through = GREATEST(sweep_mark.through, EXCLUDED.through), after_id = NULL`;
+    },
+    async positionOf(pass) {
+      return (await database.sweepMark.findUnique({ where: { pass } }))?.afterId ?? null;
+    },
+    async keepPosition(pass, afterId) {
+      // A pass that never ended a round has no mark yet: the epoch, which is as good as none (through's docs).
+      await database.$executeRaw`
+        INSERT INTO sweep_mark (pass, through, after_id) VALUES (${pass}, to_timestamp(0), ${afterId})
+        ON CONFLICT (pass) DO UPDATE SET after_id = EXCLUDED.after_id`;
     },
   };
 }
