@@ -9,7 +9,8 @@ import type { Router } from 'express';
 import { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Database } from '../../lib/database.ts';
-import { EmbeddedPartnerUserIdError, LinkOwnedError, saveLinkWithTokens } from '../../links/link-record.ts';
+import { LinkOwnedError, saveLinkWithTokens } from '../../links/link-record.ts';
+import { isEmbeddedPartnerUserId } from '../../domain/link.ts';
 import { readLoginToken, spendLoginGrant, type LoginRefusal } from '../../links/login-grants.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
@@ -361,6 +362,27 @@ export function connectRouter(deps: ConnectDependencies): Router {
       });
       return;
     }
+    // A login begun for an embedded-app user's id before such a login was refused (domain/link.ts): its code is not
+    // exchanged (no tokens issued to drop), and nothing is linked.
+    if (isEmbeddedPartnerUserId(partnerUserId)) {
+      deps.logger.warn('connect login refused: its partner user id is an embedded-app user’s (wallet:…)');
+      await deps.database.$transaction([
+        deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:reserved_id' } }),
+        deps.database.linkEvent.create({
+          data: {
+            partnerUserId,
+            type: 'LOGIN_FAILED',
+            detail: 'the partner user id is an embedded-app user’s (wallet:…), which no standalone login binds',
+          },
+        }),
+      ]);
+      page(res, 400, {
+        tone: 'error',
+        title: 'Your wallet was not linked',
+        paragraphs: ['This login cannot link a wallet. Please start the login again from the partner app.'],
+      });
+      return;
+    }
 
     try {
       const exchanged = await deps.wallet.exchangeCode(query.data.code);
@@ -441,12 +463,6 @@ export function connectRouter(deps: ConnectDependencies): Router {
         ],
       });
     } catch (error) {
-      // A login begun for an embedded-app user's id before such a login was refused (domain/link.ts): nothing linked.
-      if (error instanceof EmbeddedPartnerUserIdError) {
-        await deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:reserved_id' } });
-        page(res, 400, refusedLoginPages.invalid);
-        return;
-      }
       if (error instanceof LinkOwnedError) {
         deps.logger.warn(
           { linkId: error.linkId },

@@ -174,6 +174,26 @@ describe('login URLs and signed login tokens', () => {
       }),
     ).rejects.toThrow(/wallet:/);
     expect(await stack.database.link.count({ where: { partnerUserId: embeddedId } })).toBe(0);
+    // A login URL minted for one before such a URL was refused: spent for nothing.
+    const { token: minted } = await mintLoginGrant(stack.database, { partnerUserId: embeddedId, actor: 'before' });
+    const fromOldUrl = await start({ login: minted });
+    expect([fromOldUrl.status, fromOldUrl.html.includes('not valid')]).toEqual([400, true]);
+    // A login begun for one before (its state stored): the callback exchanges nothing and links nothing.
+    const begun = await startFromUrl(await mintLoginUrl(`partner-${randomUUID()}`, user.mobile));
+    expect(begun.status).toBe(302);
+    await stack.database.loginState.updateMany({
+      where: { consumedAt: null, outcome: null, createdAt: { gt: new Date(Date.now() - 60_000) } },
+      data: { partnerUserId: embeddedId },
+    });
+    const params = await loginThroughPages(stack.sandbox, begun.authorizeUrl!, 'pw-reserved');
+    const answered = await callback(params, begun.cookie);
+    expect(answered.status).toBe(400);
+    expect(await answered.text()).toContain('was not linked');
+    expect(await stack.database.link.count({ where: { profileId: user.profileId } })).toBe(0);
+    const refused = await stack.database.linkEvent.findFirst({
+      where: { partnerUserId: embeddedId, type: 'LOGIN_FAILED' },
+    });
+    expect(refused?.detail).toContain('embedded-app user');
   });
 
   it('an ops login URL links the wallet to its partner user, once', async () => {
