@@ -65,7 +65,7 @@ export interface SweepDependencies {
    * worker's.
    */
   databaseNow: () => Promise<Date>;
-  /** How long a pass that may be long goes on in one sweep (PASS_BUDGET_MS); tests set less. */
+  /** How long the pass over every hold goes on in one sweep (PASS_BUDGET_MS); tests set less. */
   passBudgetMs?: number;
 }
 
@@ -78,9 +78,9 @@ const SWEEP_RESOLVE_DEADLINE_MS = 3000;
 /** Ledger transactions read per range by the daily pass over every hold (a heartbeat between ranges). */
 const OPEN_HOLD_RANGE = 50_000n;
 /**
- * How long one sweep goes on with a pass whose work grows with the history or an incident (the pass over every hold,
- * the FAILED re-checks), at least a page or a question each: the rest is the next sweep's, from where this one stopped.
- * Far below the attempt's five minutes, so an attempt ends with its passes' progress kept, and its other repairs done.
+ * How long one sweep goes on with the pass over every hold, whose work grows with the history (at least a page): the
+ * rest is the next sweep's, from where this one stopped. Far below the attempt's five minutes, so an attempt ends with
+ * the pass's progress kept and its other repairs done.
  */
 const PASS_BUDGET_MS = 60_000;
 
@@ -432,13 +432,14 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       const next = await fundings.ledgerTransactionIdAfter(after);
       return next === null ? null : { after: next - 1n, through: next - 1n + OPEN_HOLD_RANGE };
     };
-    let range = await rangeAfter((await marks.positionOf('open-holds-full')) ?? 0n);
+    const round = await marks.roundOf('open-holds-full');
+    let range = await rangeAfter(round.afterId ?? 0n);
     while (range) {
       const page = await fundings.listFinalWithOpenHoldAmong({ ...range, limit });
       await settleOpen(page);
       range = page.length < limit ? await rangeAfter(range.through) : { ...range, after: page.at(-1)!.holdId };
       if (!range) break;
-      await marks.keepPosition('open-holds-full', range.after);
+      await marks.keepPosition('open-holds-full', range.after, round.through);
       if (Date.now() >= until) return;
     }
     await marks.advance('open-holds-full', now);
@@ -476,8 +477,6 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       );
       let unasked = null as { count: number; oldest: Date } | null;
       let rateLimited = false;
-      const recheckUntil = Date.now() + passBudget;
-      let asked = 0;
       for await (const funding of everyRow((after) =>
         fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }),
       )) {
@@ -488,16 +487,13 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
             oldest: unasked && unasked.oldest < funding.updatedAt ? unasked.oldest : funding.updatedAt,
           };
         };
-        // After a 429, or once the pass's budget is spent (at least one asked): the rest are the next sweep's.
-        if (rateLimited || (asked > 0 && Date.now() >= recheckUntil)) leftUnasked();
-        else if (funding.transferId) {
-          asked += 1;
+        if (rateLimited) leftUnasked();
+        else if (funding.transferId)
           await recheckFailed({ ...funding, transferId: funding.transferId }, tally).catch((error: unknown) => {
             if (!isWalletTransient(error)) throw error;
             rateLimited = error instanceof ApplicationFailure && isRateLimited(error);
             leftUnasked();
           });
-        }
         heartbeat();
       }
       await marks.advance('failed-recheck', unasked && unasked.oldest < now ? unasked.oldest : now);

@@ -29,10 +29,17 @@ export interface SweepMarks {
    * round it kept a position in is over.
    */
   advance(pass: SweepPass, through: Date): Promise<void>;
-  /** The ledger transaction id the pass's round under way has read through; null: no round under way. */
-  positionOf(pass: SweepPass): Promise<bigint | null>;
-  /** The round has read through `afterId`: the next sweep reads on from it (its mark unchanged). */
-  keepPosition(pass: SweepPass, afterId: bigint): Promise<void>;
+  /**
+   * The pass's round under way: the mark it began from (null before any) and the ledger transaction id it has read
+   * through (null: none under way, it begins at the first).
+   */
+  roundOf(pass: SweepPass): Promise<{ through: Date | null; afterId: bigint | null }>;
+  /**
+   * The round begun from mark `round` has read through `afterId`: the next sweep reads on from it. Nothing is kept if
+   * another sweep (one by hand beside the schedule's, an attempt cut off still running) has ended the round meanwhile:
+   * its position would make the next round begin past the holds before it.
+   */
+  keepPosition(pass: SweepPass, afterId: bigint, round: Date | null): Promise<void>;
 }
 
 export function createSweepMarks(database: Database): SweepMarks {
@@ -45,14 +52,16 @@ export function createSweepMarks(database: Database): SweepMarks {
         INSERT INTO sweep_mark (pass, through) VALUES (${pass}, ${through})
         ON CONFLICT (pass) DO UPDATE SET through = GREATEST(sweep_mark.through, EXCLUDED.through), after_id = NULL`;
     },
-    async positionOf(pass) {
-      return (await database.sweepMark.findUnique({ where: { pass } }))?.afterId ?? null;
+    async roundOf(pass) {
+      const row = await database.sweepMark.findUnique({ where: { pass } });
+      return { through: row?.through ?? null, afterId: row?.afterId ?? null };
     },
-    async keepPosition(pass, afterId) {
+    async keepPosition(pass, afterId, round) {
       // A pass that never ended a round has no mark yet: the epoch, which is as good as none (through's docs).
+      const begunFrom = round ?? new Date(0);
       await database.$executeRaw`
-        INSERT INTO sweep_mark (pass, through, after_id) VALUES (${pass}, to_timestamp(0), ${afterId})
-        ON CONFLICT (pass) DO UPDATE SET after_id = EXCLUDED.after_id`;
+        INSERT INTO sweep_mark (pass, through, after_id) VALUES (${pass}, ${begunFrom}, ${afterId})
+        ON CONFLICT (pass) DO UPDATE SET after_id = EXCLUDED.after_id WHERE sweep_mark.through = EXCLUDED.through`;
     },
   };
 }

@@ -16,6 +16,7 @@ import { MAX_SWEEP_LISTED, startSweep } from '../../workflows/sweep.contract.ts'
 import { LANE_COUNT, laneWorkflowId } from '../../workflows/fund-lane.contract.ts';
 import { batchRecordsOn, codeItems } from '../support/batch-records.ts';
 import { createLedger } from '../../ledger/ledger.ts';
+import { createSweepMarks } from '../../fundings/sweep-marks.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { stackActivities } from '../support/stack-activities.ts';
@@ -80,13 +81,6 @@ const sweep = async (olderThanSeconds = 600, limit?: number) =>
 
 /** The worker's activities on this file's stack, as a worker of it builds them (`extra`: a sweep's options). */
 const activitiesOfStack = (extra: Parameters<typeof stackActivities>[1] = {}) => stackActivities(stack, extra);
-
-/** A sweep's one attempt, each of its long passes going on for `passBudgetMs` at most (at least a page or question). */
-const budgetedSweep = (passBudgetMs: number) =>
-  new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(
-    activitiesOfStack({ sweepPassBudgetMs: passBudgetMs }).sweepStuckFundings,
-    { olderThanSeconds: 600 },
-  );
 
 describe('the sweep', () => {
   it('repairs, starts, skips and lists what it should', async () => {
@@ -370,19 +364,6 @@ describe('the sweep’s FAILED re-checks', () => {
     expect(await retrievesOf(transferId)).toBe(1);
   });
 
-  it('asks for the pass’s budget in one sweep, at least one, and the next sweep asks the rest, from the first left unasked', async () => {
-    await stack.database.sweepMark.deleteMany();
-    // The two oldest of the pass's day, more than the hour a pass reads again before its mark apart.
-    const first = await failedWithTransfer(23.5 * 3_600_000);
-    const second = await failedWithTransfer(21 * 3_600_000);
-    // Before: a sweep asked every FAILED funding of the hour in one go, one after another: an incident's thousand took
-    // more than the attempt's five minutes, and every attempt began again from the first.
-    await budgetedSweep(0);
-    expect([await retrievesOf(first), await retrievesOf(second)]).toEqual([1, 0]);
-    await budgetedSweep(0);
-    expect([await retrievesOf(first), await retrievesOf(second)]).toEqual([1, 1]);
-  });
-
   it('one the wallet cannot answer now (429) is asked again next sweep, and the sweep goes on with the rest', async () => {
     const transferId = await failedWithTransfer(0);
     const asked = new Date();
@@ -429,38 +410,62 @@ describe('the sweep’s pass over every hold', () => {
     const { credit } = batchRecordsOn(stack.database);
     const partnerUserId = `holds-${randomUUID()}`;
     await credit(partnerUserId, 100_000n);
-    // 120,000 ids no transaction took (a batch's store rolled back, or years of history): the crash's hold ranges on.
+    // The file's earlier transactions fit the pass's first range (50,000 ids) ...
+    const [{ last }] = await stack.database.$queryRaw<[{ last: bigint }]>`
+      SELECT coalesce(max(id), 0) AS last FROM ledger_transaction`;
+    expect(last).toBeLessThan(50_000n);
+    // ... and 120,000 ids no transaction took follow (a batch's store rolled back, or years of history).
     await stack.database.$executeRaw`
-      SELECT setval(pg_get_serial_sequence('ledger_transaction', 'id'), (SELECT max(id) FROM ledger_transaction) + 120000)`;
-    // A FAILED funding whose hold a crash (or a repair in SQL) left open, its row last written two days ago: only the
-    // pass over every hold finds it.
-    const id = await insertFunding({ status: 'FAILED', code: '1234567', transferId: null });
-    await stack.database.$transaction((tx) =>
-      createLedger().hold(tx, {
-        fundingId: id,
-        source: { type: 'USER_BALANCE', partnerUserId },
-        currency: 'PHP',
-        amount: 12_000n,
-      }),
-    );
-    await stack.database.$executeRaw`UPDATE funding SET updated_at = now() - interval '2 days' WHERE id = ${id}::uuid`;
-    const settled = () => stack.database.ledgerTransaction.count({ where: { fundingId: id, kind: 'RELEASE' } });
+      SELECT setval(pg_get_serial_sequence('ledger_transaction', 'id'), ${last} + 120000)`;
+    // Two FAILED fundings whose hold a crash (or a repair in SQL) left open, their rows last written two days ago: only
+    // the pass over every hold finds them.
+    const crashed: string[] = [];
+    for (const code of ['1234567', '7654321']) {
+      const id = await insertFunding({ status: 'FAILED', code, transferId: null });
+      await stack.database.$transaction((tx) =>
+        createLedger().hold(tx, {
+          fundingId: id,
+          source: { type: 'USER_BALANCE', partnerUserId },
+          currency: 'PHP',
+          amount: 12_000n,
+        }),
+      );
+      await stack.database
+        .$executeRaw`UPDATE funding SET updated_at = now() - interval '2 days' WHERE id = ${id}::uuid`;
+      crashed.push(id);
+    }
+    const settled = () =>
+      stack.database.ledgerTransaction.count({ where: { fundingId: { in: crashed }, kind: 'RELEASE' } });
+    /** One attempt whose budget is spent at once, reading a page of one hold at a time: a page each sweep. */
+    const sweepOnce = () =>
+      new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(
+        activitiesOfStack({ sweepPassBudgetMs: 0 }).sweepStuckFundings,
+        { olderThanSeconds: 600, limit: 1 },
+      );
 
-    // A sweep whose budget is spent at once reads one range: the ledger's first, where the crash's hold is not. Before,
-    // each attempt read every range from the first (a ledger of years took more than its five minutes, and every
-    // attempt began again at the first hold: the pass never ended, and nothing after it ran).
-    await budgetedSweep(0);
+    // The first range (the file's transactions, none a final funding's open hold): its position kept. Before, each
+    // attempt read every range from the first (a ledger of years took more than its five minutes, every attempt began
+    // again at the first hold: the pass never ended, and the repairs after it never ran).
+    await sweepOnce();
     expect(await settled()).toBe(0);
-    const stopped = await holdPass();
-    expect(stopped?.afterId).not.toBeNull();
-    // The next reads on from there, skipping the ids no transaction took, and settles it: the round is over.
-    await budgetedSweep(0);
+    const first = await holdPass();
+    expect(first?.afterId).toBeGreaterThan(last);
+    // The next reads on from there, past the ids no transaction took, a page (one hold) a sweep, none skipped.
+    await sweepOnce();
     expect(await settled()).toBe(1);
+    await sweepOnce();
+    expect(await settled()).toBe(2);
+    expect((await holdPass())?.afterId).not.toBeNull();
+    // Then the round is over: its mark moves, its position is cleared; not again until a day has passed.
+    await sweepOnce();
     const ended = await holdPass();
     expect(ended?.afterId ?? null).toBeNull();
     expect(ended!.through.getTime()).toBeGreaterThan(Date.now() - 60_000);
-    // Not again until a day has passed.
-    await budgetedSweep(0);
+    await sweepOnce();
+    expect((await holdPass())?.afterId ?? null).toBeNull();
+    // A sweep still on the round another has ended (one by hand beside the schedule's) keeps no position: the next
+    // round would begin past the holds before it.
+    await createSweepMarks(stack.database).keepPosition('open-holds-full', first!.afterId!, first!.through);
     expect((await holdPass())?.afterId ?? null).toBeNull();
   });
 });
