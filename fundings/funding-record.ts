@@ -24,6 +24,7 @@ import {
   type FundingStatus,
 } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
+import { evidenceOfCall, withRecordedExecutes, type ExecuteCallRow } from '../reviews/execute-evidence.ts';
 import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { fromNumeric, toNumeric, type Money } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
@@ -224,26 +225,6 @@ function statusLiterals(statuses: readonly FundingStatus[]): Prisma.Sql {
   return Prisma.raw(statuses.map((status) => `'${status}'`).join(', '));
 }
 
-/** Evidence entries a review keeps (the latest): as the workflow keeps them. */
-const MAX_REVIEW_EVIDENCE = 30;
-
-/**
- * A parker's evidence with the recorded executes it lacks (by Request-Reference-No), in time order, the latest kept.
- */
-export function withRecordedExecutes(
-  evidence: readonly WalletCallEvidence[],
-  recorded: readonly WalletCallEvidence[],
-): WalletCallEvidence[] {
-  const known = new Set(
-    evidence.flatMap((entry) => (entry.requestReferenceNo === null ? [] : [entry.requestReferenceNo])),
-  );
-  const all = [
-    ...evidence,
-    ...recorded.filter((entry) => entry.requestReferenceNo === null || !known.has(entry.requestReferenceNo)),
-  ].sort((a, b) => a.at.localeCompare(b.at));
-  return all.slice(-MAX_REVIEW_EVIDENCE);
-}
-
 /**
  * A guard's statuses as SQL parameters, `IN ($1, …)`, as Prisma writes `status: { in: from }`:
  * PostgreSQL reads a list of one as `=`, so an index on the status is walked as for an equality.
@@ -401,26 +382,25 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
   }
 
   /**
-   * The execute calls behind the moves on a funding's timeline (an unknown execute is on record as
-   * its move to RECONCILING, with the call's Request-Reference-No), as the wallet call audit has
-   * them: read by the indexed reference, never by scanning the audit.
+   * Every execute call sent for a funding, as the wallet call audit has them: those behind the moves on its timeline
+   * (an unknown execute is on record as its move to RECONCILING, with the call's Request-Reference-No), read by the
+   * indexed reference; and every execute of its transfer since it was stored (an hour's margin for a host's clock),
+   * by the indexed start time and the call's path: one its timeline never heard of (a retried activity's first try,
+   * cut off; a chunk that lost its lease after its executes went out) may have landed too.
    */
   async function executesOnRecord(fundingId: string): Promise<WalletCallEvidence[]> {
-    const rows = await database.$queryRaw<
-      Array<{ at: Date; reference: string; http_status: number | null; outcome: string; error_code: string | null }>
-    >`
-      SELECT DISTINCT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
+    const rows = await database.$queryRaw<ExecuteCallRow[]>`
+      SELECT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
       FROM funding_event e JOIN wallet_call w ON w.request_reference_no = e.request_reference_no
       WHERE e.funding_id = ${fundingId}::uuid AND w.operation = 'transfers.execute'
-      ORDER BY w.started_at, w.id`;
-    return rows.map((row) => ({
-      at: row.at.toISOString(),
-      operation: 'transfers.execute',
-      requestReferenceNo: row.reference,
-      httpStatus: row.http_status,
-      code: row.error_code ?? (row.http_status === null ? 'NO_ANSWER' : String(row.http_status)),
-      outcome: row.outcome,
-    }));
+      UNION
+      SELECT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
+      FROM funding f JOIN wallet_call w
+        ON w.started_at >= f.created_at - interval '1 hour' AND w.operation = 'transfers.execute'
+          AND right(w.path, length(f.transfer_id) + 19) = '/transfers/' || f.transfer_id || '/execute'
+      WHERE f.id = ${fundingId}::uuid AND f.transfer_id IS NOT NULL
+      ORDER BY at, id`;
+    return rows.map((row) => evidenceOfCall(row, 'transfers.execute'));
   }
 
   /** The fundings of `ids`, in (created_at, id) order. */

@@ -23,6 +23,7 @@ import { emitWebhookEvent } from '../webhooks/outbox.ts';
 import { paymentView } from './payment-view.ts';
 import { isUuid } from '../domain/ids.ts';
 import { actorWords } from '../domain/actor.ts';
+import { evidenceOfCall, withRecordedExecutes, type ExecuteCallRow } from '../reviews/execute-evidence.ts';
 
 export const withPaymentEvents = { events: { orderBy: { id: 'asc' as const } } };
 export type PaymentWithEvents = Payment & { events: PaymentEvent[] };
@@ -102,6 +103,27 @@ const fenced = (fence: PaymentFence): Prisma.PaymentWhereInput => (fence === und
 export function createPaymentRecord(deps: PaymentRecordDependencies) {
   const { database } = deps;
   const ledger = deps.ledger ?? createLedger();
+
+  /**
+   * Every execute call sent for a payment, as the wallet call audit has them: those behind the moves on its timeline,
+   * by the indexed reference; and every execute of its wallet payment since it was stored (an hour's margin for a
+   * host's clock), by the indexed start time and the call's path, one its timeline never heard of too (an activity's
+   * first try, cut off before the workflow saw its answer).
+   */
+  async function executesSent(id: string): Promise<ExecuteAttempt[]> {
+    const rows = await database.$queryRaw<ExecuteCallRow[]>`
+      SELECT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
+      FROM payment_event e JOIN wallet_call w ON w.request_reference_no = e.request_reference_no
+      WHERE e.payment_id = ${id}::uuid AND w.operation = 'op.payments.execute'
+      UNION
+      SELECT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
+      FROM payment p JOIN wallet_call w
+        ON w.started_at >= p.created_at - interval '1 hour' AND w.operation = 'op.payments.execute'
+          AND right(w.path, length(p.wallet_payment_id) + 27) = '/merchant/payments/' || p.wallet_payment_id || '/execute'
+      WHERE p.id = ${id}::uuid AND p.wallet_payment_id IS NOT NULL
+      ORDER BY at, id`;
+    return rows.map((row) => evidenceOfCall(row, 'op.payments.execute'));
+  }
 
   /**
    * A payment that SUCCEEDED lands in the ledger in the transaction of that move (finish or a
@@ -297,8 +319,10 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       fence?: PaymentFence,
     ): Promise<boolean> {
       const last = attempts[attempts.length - 1];
+      // The parker's attempts, and every execute of its wallet payment the audit has (reviews/execute-evidence.ts).
+      const all = withRecordedExecutes(attempts, await executesSent(id));
       return move(id, reviewStatus, last?.requestReferenceNo ?? null, reason.slice(0, 500), {
-        data: { reviewReason: reason.slice(0, 500), reviewEvidence: attempts as unknown as Prisma.InputJsonValue },
+        data: { reviewReason: reason.slice(0, 500), reviewEvidence: all as unknown as Prisma.InputJsonValue },
         fence,
       });
     },

@@ -52,6 +52,27 @@ async function creatingWithTransfer() {
   return funding;
 }
 
+/**
+ * An execute call sent and cut off, as the wallet client writes it to the audit (wallet/call-record.ts: the base
+ * prefix in its path), a moment ago.
+ */
+async function executeCall(operation: string, path: string, reference = `x-${randomUUID().slice(0, 20)}`) {
+  await database.walletCall.create({
+    data: {
+      requestReferenceNo: reference,
+      service: operation.split('.')[0]!,
+      operation,
+      method: 'PUT',
+      path,
+      httpStatus: null,
+      outcome: 'timeout',
+      durationMs: 20_000,
+      startedAt: new Date(Date.now() - 1000),
+    },
+  });
+  return reference;
+}
+
 describe('the funding record', () => {
   it('inserts once per key, with its first event and the code sealed to the funding', async () => {
     const funding = newFunding('7654321');
@@ -112,6 +133,23 @@ describe('the funding record', () => {
       requestReferenceNo: 'ref-create',
       detail: `transfer t-${executedFirst.id} created; executing`,
     });
+  });
+
+  it('shows a review every execute sent for its transfer, one its timeline never recorded too (a retried activity’s first, a chunk that lost its lease), and no other transfer’s', async () => {
+    const funding = await creatingWithTransfer();
+    expect(await fundings.beginExecute(funding.id, 'ref-create')).toBe(true);
+    // The first execute: sent, its attempt cut off before the funding's timeline heard of it.
+    const unrecorded = `x-${randomUUID().slice(0, 20)}`;
+    await executeCall('transfers.execute', `/partners/v1/transfers/t-${funding.id}/execute`, unrecorded);
+    // Another funding's transfer, whose id ends as this one's does: not this funding's.
+    await executeCall('transfers.execute', `/partners/v1/transfers/other-t-${funding.id}/execute`);
+    expect(await fundings.parkForReview(funding.id, 'the execute outcome stayed unknown', [])).toBe(true);
+    const { reviewEvidence } = await fundings.get(funding.id);
+    // Before: only the executes whose Request-Reference-No a timeline event carried, so none here; a person resolving
+    // FAILED on the operator's word about the calls shown could release a hold whose first execute landed later.
+    expect((reviewEvidence as Array<{ requestReferenceNo: string }>).map((entry) => entry.requestReferenceNo)).toEqual([
+      unrecorded,
+    ]);
   });
 
   it('stores no transfer id once cancelled: the intent is kept as abandoned, never executed', async () => {
@@ -225,6 +263,25 @@ describe('the payment record', () => {
     await payments.beginExecute(payment.id, 'ref-create');
     return payment;
   }
+
+  it('shows a review every execute sent for its wallet payment, one its timeline never recorded too, and no other payment’s', async () => {
+    const payment = await executing();
+    const unrecorded = await executeCall('op.payments.execute', `/op/v1/merchant/payments/wp-${payment.id}/execute`);
+    await executeCall('op.payments.execute', `/op/v1/merchant/payments/other-wp-${payment.id}/execute`);
+    const known = {
+      at: new Date().toISOString(),
+      requestReferenceNo: 'ref-known',
+      httpStatus: 504,
+      code: '504',
+      outcome: 'error',
+    };
+    expect(await payments.parkForReview(payment.id, 'the execute outcome stayed unknown', [known])).toBe(true);
+    const row = await database.payment.findUniqueOrThrow({ where: { id: payment.id } });
+    // Before: the workflow's own attempts only.
+    expect(
+      (row.reviewEvidence as Array<{ requestReferenceNo: string }>).map((entry) => entry.requestReferenceNo),
+    ).toEqual([unrecorded, 'ref-known']);
+  });
 
   it('leaves a payment in review to its resolution, which ends it once', async () => {
     const payment = await executing();
