@@ -887,13 +887,17 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         )[0]?.count ?? 0,
       ),
 
+    /**
+     * A batch's PENDING items after `afterId`, in id order: the runner's next page, from the partial index of them
+     * (prisma/migrations/20261205170000_funding_batch_pending_items). The status is a constant in the text, so that the
+     * planner can match the index's predicate (a parameter it cannot).
+     */
     nextPendingBatchItems: (batchId: string, afterId: string | null, limit: number) =>
-      database.funding.findMany({
-        where: { batchId, status: 'PENDING', ...(afterId ? { id: { gt: afterId } } : {}) },
-        orderBy: { id: 'asc' },
-        take: limit,
-        select: { id: true, workflowId: true },
-      }),
+      database.$queryRaw<Array<{ id: string; workflowId: string }>>`
+        SELECT f.id::text AS id, f.workflow_id AS "workflowId" FROM funding f
+        WHERE f.batch_id = ${batchId}::uuid AND f.status = 'PENDING' AND f.batch_id IS NOT NULL
+          ${afterId ? Prisma.sql`AND f.id > ${afterId}::uuid` : Prisma.empty}
+        ORDER BY f.batch_id, f.id LIMIT ${limit}`,
 
     /**
      * A batch's items by status (a cancelled item apart: FAILED with code CANCELLED), with their

@@ -29,6 +29,7 @@ import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
 import { latestFundingsOf, latestPaymentsOf } from '../../api/embedded/money-page.ts';
 import { newFundingRow } from '../support/new-funding-row.ts';
+import { batchRecordsOn, codeItems } from '../support/batch-records.ts';
 
 const serverUrl = inject('databaseUrl');
 const databaseName = `walletflow_flat_${process.pid}_${Date.now().toString(36)}`;
@@ -290,6 +291,37 @@ describe('flat with data', () => {
       // Before: the page 141 rows deep into the tie examined the 2,800 before it too (created_at <= c an index
       // condition, id < i a filter).
       expect(examined).toBeLessThanOrEqual(3 * 21);
+    } finally {
+      await recording.close();
+    }
+  });
+  // Last: its 3,000 PENDING items would change the plans of the pages by status above.
+  it('reads a batch runner’s next items a page at a time from its cursor: each read examines a page of rows, not the batch’s every item', async () => {
+    const recording = recordingDatabase(databaseUrl);
+    try {
+      const { credit, insertBatch, fundings } = batchRecordsOn(recording.database);
+      const partnerUserId = `flat-batch-${randomUUID()}`;
+      await credit(partnerUserId, 10_000_000n);
+      const batchId = randomUUID();
+      const items = codeItems(batchId, 3000, {
+        reference: (index) => `item-${index}`,
+        code: (index) => String(1_000_000 + index),
+        amount: 1_000n,
+      });
+      // Stored as the API stores it: a batch this large has the table's (batch, status) statistics counted again.
+      await insertBatch(batchId, partnerUserId, items, null);
+      const ids = items.map((item) => item.id).sort();
+      for (const afterId of [null, ids[1500]!, ids[2900]!]) {
+        recording.statements.splice(0);
+        const page = await fundings.nextPendingBatchItems(batchId, afterId, 200);
+        expect(page.length).toBe(afterId === ids[2900] ? 99 : 200);
+        const [read] = recording.statements.filter((each) =>
+          /FROM (?:"public"\.)?"?funding"?(?: f)?\s+WHERE/.test(each.text),
+        );
+        // Before: no index has the batch's items in id order, so a read fetched every PENDING item of the batch (or
+        // walked every funding by its key) and sorted: a 100,000-item batch's 500 pages read 25M rows.
+        expect(await rowsExamined(explainer, read!, 'funding'), `after ${afterId}`).toBeLessThanOrEqual(200);
+      }
     } finally {
       await recording.close();
     }
