@@ -24,7 +24,12 @@ import {
   type FundingStatus,
 } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
-import { evidenceOfCall, withRecordedExecutes, type ExecuteCallRow } from '../reviews/execute-evidence.ts';
+import {
+  evidenceOfCall,
+  executesOfTarget,
+  withRecordedExecutes,
+  type ExecuteCallRow,
+} from '../reviews/execute-evidence.ts';
 import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { fromNumeric, toNumeric, type Money } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
@@ -384,23 +389,23 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
   /**
    * Every execute call sent for a funding, as the wallet call audit has them: those behind the moves on its timeline
    * (an unknown execute is on record as its move to RECONCILING, with the call's Request-Reference-No), read by the
-   * indexed reference; and every execute of its transfer since it was stored (an hour's margin for a host's clock),
-   * by the indexed start time and the call's path: one its timeline never heard of (a retried activity's first try,
-   * cut off; a chunk that lost its lease after its executes went out) may have landed too.
+   * indexed reference; and every execute of its transfer (reviews/execute-evidence.ts), one its timeline never heard
+   * of too (a retried activity's first try, cut off; a chunk that lost its lease after its executes went out).
    */
   async function executesOnRecord(fundingId: string): Promise<WalletCallEvidence[]> {
     const rows = await database.$queryRaw<ExecuteCallRow[]>`
-      SELECT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
+      SELECT DISTINCT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
       FROM funding_event e JOIN wallet_call w ON w.request_reference_no = e.request_reference_no
       WHERE e.funding_id = ${fundingId}::uuid AND w.operation = 'transfers.execute'
-      UNION
-      SELECT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
-      FROM funding f JOIN wallet_call w
-        ON w.started_at >= f.created_at - interval '1 hour' AND w.operation = 'transfers.execute'
-          AND right(w.path, length(f.transfer_id) + 19) = '/transfers/' || f.transfer_id || '/execute'
-      WHERE f.id = ${fundingId}::uuid AND f.transfer_id IS NOT NULL
-      ORDER BY at, id`;
-    return rows.map((row) => evidenceOfCall(row, 'transfers.execute'));
+      ORDER BY w.started_at, w.id`;
+    const onTimeline = rows.map((row) => evidenceOfCall(row, 'transfers.execute'));
+    const { transferId } = await database.funding.findUniqueOrThrow({
+      where: { id: fundingId },
+      select: { transferId: true },
+    });
+    return transferId === null
+      ? onTimeline
+      : withRecordedExecutes(onTimeline, await executesOfTarget(database, 'transfers.execute', transferId));
   }
 
   /** The fundings of `ids`, in (created_at, id) order. */

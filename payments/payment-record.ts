@@ -23,7 +23,7 @@ import { emitWebhookEvent } from '../webhooks/outbox.ts';
 import { paymentView } from './payment-view.ts';
 import { isUuid } from '../domain/ids.ts';
 import { actorWords } from '../domain/actor.ts';
-import { evidenceOfCall, withRecordedExecutes, type ExecuteCallRow } from '../reviews/execute-evidence.ts';
+import { executesOfTarget, withRecordedExecutes } from '../reviews/execute-evidence.ts';
 
 export const withPaymentEvents = { events: { orderBy: { id: 'asc' as const } } };
 export type PaymentWithEvents = Payment & { events: PaymentEvent[] };
@@ -105,24 +105,15 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
   const ledger = deps.ledger ?? createLedger();
 
   /**
-   * Every execute call sent for a payment, as the wallet call audit has them: those behind the moves on its timeline,
-   * by the indexed reference; and every execute of its wallet payment since it was stored (an hour's margin for a
-   * host's clock), by the indexed start time and the call's path, one its timeline never heard of too (an activity's
-   * first try, cut off before the workflow saw its answer).
+   * Every execute call of a payment's wallet payment the wallet call audit has (reviews/execute-evidence.ts), one its
+   * workflow never saw the answer of too (an activity's first try, cut off); none before the wallet payment exists.
    */
   async function executesSent(id: string): Promise<ExecuteAttempt[]> {
-    const rows = await database.$queryRaw<ExecuteCallRow[]>`
-      SELECT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
-      FROM payment_event e JOIN wallet_call w ON w.request_reference_no = e.request_reference_no
-      WHERE e.payment_id = ${id}::uuid AND w.operation = 'op.payments.execute'
-      UNION
-      SELECT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
-      FROM payment p JOIN wallet_call w
-        ON w.started_at >= p.created_at - interval '1 hour' AND w.operation = 'op.payments.execute'
-          AND right(w.path, length(p.wallet_payment_id) + 27) = '/merchant/payments/' || p.wallet_payment_id || '/execute'
-      WHERE p.id = ${id}::uuid AND p.wallet_payment_id IS NOT NULL
-      ORDER BY at, id`;
-    return rows.map((row) => evidenceOfCall(row, 'op.payments.execute'));
+    const { walletPaymentId } = await database.payment.findUniqueOrThrow({
+      where: { id },
+      select: { walletPaymentId: true },
+    });
+    return walletPaymentId === null ? [] : executesOfTarget(database, 'op.payments.execute', walletPaymentId);
   }
 
   /**

@@ -30,6 +30,7 @@ import { applyMigrations } from '../../prisma/schema-engine.ts';
 import { latestFundingsOf, latestPaymentsOf } from '../../api/embedded/money-page.ts';
 import { newFundingRow } from '../support/new-funding-row.ts';
 import { batchRecordsOn, codeItems } from '../support/batch-records.ts';
+import { executesOfTarget } from '../../reviews/execute-evidence.ts';
 
 const serverUrl = inject('databaseUrl');
 const databaseName = `walletflow_flat_${process.pid}_${Date.now().toString(36)}`;
@@ -295,6 +296,31 @@ describe('flat with data', () => {
       await recording.close();
     }
   });
+  it('reads a review’s executes of its transfer from the audit’s index of executes by the id their path names: the transfer’s own calls, not a day of every call', async () => {
+    const recording = recordingDatabase(databaseUrl);
+    try {
+      // A day of the audit: 20,000 calls of every kind (an outage's retrieves and tokens among them), 5,000 executes.
+      await explainer.query(`
+        INSERT INTO wallet_call (request_reference_no, service, operation, method, path, http_status, outcome, duration_ms, started_at)
+        SELECT 'flat-' || n, 'transfers',
+               CASE WHEN n % 4 = 0 THEN 'transfers.execute' ELSE 'transfers.retrieve' END,
+               CASE WHEN n % 4 = 0 THEN 'PUT' ELSE 'GET' END,
+               '/partners/v1/transfers/t-' || (n / 4) || CASE WHEN n % 4 = 0 THEN '/execute' ELSE '' END,
+               504, 'error', 20000, now() - (n || ' seconds')::interval
+        FROM generate_series(1, 20000) AS n`);
+      await explainer.query('ANALYZE wallet_call');
+      recording.statements.splice(0);
+      const found = await executesOfTarget(recording.database, 'transfers.execute', 't-1234');
+      expect(found.map((entry) => entry.requestReferenceNo)).toEqual(['flat-4936']);
+      const [read] = recording.statements.filter((each) => /FROM wallet_call/.test(each.text));
+      // Before: every call since the record was stored, less an hour, read by its start time and its path matched row
+      // by row (a park during an outage read the outage's every call).
+      expect(await rowsExamined(explainer, read!, 'wallet_call')).toBeLessThanOrEqual(1);
+    } finally {
+      await recording.close();
+    }
+  });
+
   // Last: its 3,000 PENDING items would change the plans of the pages by status above.
   it('reads a batch runner’s next items a page at a time from its cursor: each read examines a page of rows, not the batch’s every item', async () => {
     const recording = recordingDatabase(databaseUrl);
