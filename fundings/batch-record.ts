@@ -62,22 +62,8 @@ export interface BatchRecordDependencies {
 /** Who made a move, kept on the batch (the audit of ops writes keeps every request too). */
 type Mover = 'approvedBy' | 'rejectedBy' | 'pausedBy' | 'resumedBy' | 'cancelledBy';
 
-/** A batch this large has the funding table's (batch, status) statistics counted again once stored. */
-const STATISTICS_AFTER_ITEMS = 1000;
-
 export function createBatchRecord(deps: BatchRecordDependencies) {
   const { database, fundings, batchItems } = deps;
-
-  /**
-   * The funding table's statistics of (batch_id, status) counted again, so that the planner knows a new large batch's
-   * PENDING items are many and reads the runner's next page from their index (fundings/funding-record.ts
-   * nextPendingBatchItems; migration 20261205170000) rather than sorting them all: the database's own analyze waits for
-   * a tenth of the table to change. A sample of the table (30,000 rows), not a scan. Best effort, after the commit: a
-   * failure (a user not the table's owner is only warned) leaves the batch stored and the old estimate.
-   */
-  async function refreshBatchStatistics(): Promise<void> {
-    await database.$executeRawUnsafe('ANALYZE funding (batch_id, status)').catch(() => undefined);
-  }
 
   /**
    * What `createdBy` drew from this source in the last 24 hours through batches no second person
@@ -217,7 +203,6 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
           { timeout: 300_000, maxWait: 10_000 },
         ),
       );
-      if (inserted === 1 && batch.items.count >= STATISTICS_AFTER_ITEMS) await refreshBatchStatistics();
       return inserted === 1 ? { stored: true, needsApproval } : { stored: false };
     },
 

@@ -56,11 +56,13 @@ export async function executesOfTarget(
   return rows.map((row) => evidenceOfCall(row, operation));
 }
 
-/** Whether an entry is an execute whose outcome no one knows (no answer, or a 5xx): one a review never drops. */
+/**
+ * Whether an entry is an execute whose outcome no one knows (the audit's and the workflows' `unknown`: a time-out, a
+ * 5xx, a 409 that it was executed, an unreadable answer; an execute activity that died, which names no operation):
+ * one a review keeps past the cap. A call refused before it was sent (`retryable`) is not one.
+ */
 const isUnknownExecute = (entry: WalletCallEvidence) =>
-  entry.operation !== undefined &&
-  entry.operation.endsWith('.execute') &&
-  (entry.httpStatus === null || entry.httpStatus >= 500);
+  entry.outcome === 'unknown' && (entry.operation === undefined || entry.operation.endsWith('.execute'));
 
 /**
  * A parker's evidence with the recorded executes it lacks (by Request-Reference-No), in time order. Past

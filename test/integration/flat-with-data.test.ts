@@ -334,7 +334,6 @@ describe('flat with data', () => {
         code: (index) => String(1_000_000 + index),
         amount: 1_000n,
       });
-      // Stored as the API stores it: a batch this large has the table's (batch, status) statistics counted again.
       await insertBatch(batchId, partnerUserId, items, null);
       const ids = items.map((item) => item.id).sort();
       for (const afterId of [null, ids[1500]!, ids[2900]!]) {

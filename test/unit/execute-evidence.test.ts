@@ -16,7 +16,7 @@ const call = (
   requestReferenceNo: reference,
   httpStatus,
   code: httpStatus === null ? 'NO_ANSWER' : String(httpStatus),
-  outcome: httpStatus === null ? 'timeout' : 'error',
+  outcome: httpStatus === null || httpStatus >= 500 ? 'unknown' : httpStatus === 429 ? 'retryable' : 'rejected',
 });
 
 describe('a review’s evidence', () => {
@@ -31,6 +31,23 @@ describe('a review’s evidence', () => {
     // Before: the 30 latest by time, so the one execute that may have landed was cut.
     expect(kept[0]).toEqual(first);
     expect(kept.at(-1)).toEqual(later.at(-1));
+  });
+
+  it('keeps it behind calls refused before they were sent, and an execute activity that died (no operation named)', () => {
+    const first = call(0, 'transfers.execute', null);
+    const died = {
+      ...call(1, 'op.payments.execute', null, 'ref-died'),
+      operation: undefined,
+      requestReferenceNo: null,
+    };
+    // A connection refused (nothing sent) has no status either: the audit's `retryable`.
+    const refused = Array.from({ length: 40 }, (_, index) => ({
+      ...call(index + 2, 'transfers.execute', null),
+      outcome: 'retryable',
+    }));
+    const kept = withRecordedExecutes(refused, [first, died]);
+    expect(kept).toHaveLength(30);
+    expect(kept.slice(0, 2)).toEqual([first, died]);
   });
 
   it('lists each call once, the parker’s and the audit’s, in time order', () => {
