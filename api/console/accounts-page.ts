@@ -53,6 +53,8 @@ import {
   consoleUrl,
   facts,
   formField,
+  doneAddress,
+  doneOf,
   linkedId,
   may,
   pager,
@@ -268,7 +270,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       holds,
     ]);
     const tz = deps.timeZone;
-    const done = queryText(req, 'done', 20);
+    const done = doneOf(req, res);
     // Only an adjustment's id is echoed back (a crafted link cannot put words in the notice).
     const adjustmentText = queryText(req, 'adjustment', 20);
     const adjustment = adjustmentText !== undefined && /^\d+$/.test(adjustmentText) ? adjustmentText : undefined;
@@ -376,7 +378,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       case 'existing':
         res.redirect(
           303,
-          consoleUrl(accountPath(parsed.data), {
+          doneAddress(res, accountPath(parsed.data), {
             done: result.kind === 'created' ? 'adjusted' : 'already',
             adjustment: result.adjustment.adjustmentId,
           }),

@@ -20,6 +20,7 @@ import { personActed, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, notice, sendConsolePage, table, type SignedInPerson } from './console-layout.ts';
 import { batchPath } from './batch-page.ts';
 import { readUploadForm, type UploadedFile } from './upload-form.ts';
+import { doneAddress } from './page-pieces.ts';
 
 export const BATCHES_PATH = `${CONSOLE_PATH}/batches`;
 
@@ -294,16 +295,18 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
   const sameUpload: UploadValues = submittedKey.success ? { ...values, idempotencyKey: submittedKey.data } : values;
   switch (result.kind) {
     case 'created':
-      res.redirect(303, `${batchPath(result.batch.batchId)}?did=created`);
+      res.redirect(303, doneAddress(res, batchPath(result.batch.batchId), { did: 'created' }));
       return;
     case 'existing':
-      res.redirect(303, `${batchPath(result.batch.batchId)}?did=existing`);
+      res.redirect(303, doneAddress(res, batchPath(result.batch.batchId), { did: 'existing' }));
       return;
     case 'not-started':
       // Stored (and held): the batch's page says its run waits for the sweep, and not to upload it again.
       res.redirect(
         303,
-        `${batchPath(result.batch.batchId)}?did=${result.storedBy === 'this-request' ? 'stored-waiting' : 'existing'}`,
+        doneAddress(res, batchPath(result.batch.batchId), {
+          did: result.storedBy === 'this-request' ? 'stored-waiting' : 'existing',
+        }),
       );
       return;
     case 'invalid':

@@ -37,6 +37,7 @@ import {
   type ItemsPage,
 } from './batch-page.ts';
 import { BATCHES_PATH, handleUpload, renderUploadForm } from './batch-upload.ts';
+import { doneAddress, doneOf } from './page-pieces.ts';
 
 export type BatchesPagesDependencies = Pick<ConsoleServices, 'batches' | 'timeZone' | 'csvStreams' | 'liveStreams'>;
 
@@ -278,7 +279,7 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
     const page: ItemsPage = { ...items, status: itemStatus, cursor: query.data.cursor };
     const said =
       message ??
-      (query.data.did
+      (query.data.did && doneOf(req, res, 'did') === query.data.did
         ? notice(
             query.data.did === 'created'
               ? `${doneNotices.created} ${batch.state === 'AWAITING_APPROVAL' ? 'It waits for another person’s approval.' : 'It runs now.'}`
@@ -338,7 +339,10 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
       const result = await act(batches, id.data, person.name);
       switch (result.kind) {
         case 'moved':
-          res.redirect(303, `${batchPath(id.data)}?did=${result.runnerNotStarted ? 'approve-waiting' : verb}`);
+          res.redirect(
+            303,
+            doneAddress(res, batchPath(id.data), { did: result.runnerNotStarted ? 'approve-waiting' : verb }),
+          );
           return;
         case 'not-found':
           return sendNoBatch(res, person, id.data);

@@ -161,7 +161,7 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
           )
         : '';
     const body = [
-      doneNotice(req, doneMessages),
+      doneNotice(req, res, doneMessages),
       card(
         'funding',
         'The funding',

@@ -149,7 +149,9 @@ export function addLinksRoutes(router: Router, deps: LinksPageDependencies): voi
         ? `<div class="actions"><form method="post" action="${linkPath(link.linkId)}/unlink" data-confirm="Revoke this link? Its tokens are deleted: the user must link their wallet again.">${csrfField(person)}<button type="submit" class="danger">Revoke link</button></form></div>`
         : '';
     const body = [
-      doneNotice(req, { unlinked: 'Revoked: the link’s tokens are deleted and it is UNLINKED; its history stays.' }),
+      doneNotice(req, res, {
+        unlinked: 'Revoked: the link’s tokens are deleted and it is UNLINKED; its history stays.',
+      }),
       card(
         'link',
         'The link',

@@ -1,10 +1,14 @@
 // What the console's record pages share beyond the layout (console-layout.ts): reading a query or a
 // form field safely, facts as a definition list, a section card, the next page's link, the
 // notice a page shows after a write sent the person back to it (POST, then a redirect: a reload
-// never sends the form again), the page that says why a write was refused (and the words for a
-// resolution its workflow could not take), and the link to a workflow in the Temporal UI. Every
-// value is escaped here or by the caller's pieces.
+// never sends the form again; its address carries a proof that this session's write sent it
+// there, so a link someone made cannot have a page say the reader did what they did not), the page
+// that says why a write was refused (and the words for a resolution its workflow could not take),
+// and the link to a workflow in the Temporal UI. Every value is escaped here or by the caller's
+// pieces.
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Request, Response } from 'express';
+import { personOf } from './console-auth.ts';
 import type { OpsScope } from '../../lib/ops-keys.ts';
 import { refusalWords, type WorkflowRefusal } from '../../lib/workflow-unavailable.ts';
 import type { ConsoleServices } from './console-services.ts';
@@ -66,6 +70,28 @@ export function pager(nextHref: string | null, label = 'Older'): string {
 /** A path segment of a console URL for a value (a partner user id may hold any printable character). */
 export const segment = (value: string): string => encodeURIComponent(value);
 
+/**
+ * The proof an address a write sent the person to carries: its path and query, signed with the session's form token
+ * (a secret of that session alone), so that no one else can make a link whose page says the reader did something.
+ */
+function doneProof(csrfToken: string, path: string, query: Readonly<Record<string, string>>): string {
+  const fields = Object.entries(query)
+    .filter(([name]) => name !== 'proof')
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([name, value]) => `${name}=${value}`);
+  return createHmac('sha256', `console-done:${csrfToken}`)
+    .update([path, ...fields].join('\n'))
+    .digest('base64url')
+    .slice(0, 22);
+}
+
+/** The address a write sends the person to: `path` with `query` (what was done), and its proof. */
+export function doneAddress(res: Response, path: string, query: Record<string, string | undefined>): string {
+  const values: Record<string, string> = {};
+  for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') values[name] = value;
+  return consoleUrl(path, { ...values, proof: doneProof(personOf(res).csrfToken, path, values) });
+}
+
 /** After a write: back to the page it was made from, which says what was done (`done`). */
 export function sendBack(
   res: Response,
@@ -73,12 +99,30 @@ export function sendBack(
   done: string,
   query: Record<string, string | undefined> = {},
 ): void {
-  res.redirect(303, consoleUrl(path, { ...query, done }));
+  res.redirect(303, doneAddress(res, path, { ...query, done }));
 }
 
-/** The notice for `?done=…` on a page a write sent the person back to; nothing for an unknown one. */
-export function doneNotice(req: Request, messages: Readonly<Record<string, string>>): string {
-  const done = queryText(req, 'done', 40);
+/**
+ * What this page's address says was done (its `name` parameter), only when this session's write sent the person here
+ * (the address's proof holds): a link someone else made, or one from another session, says nothing.
+ */
+export function doneOf(req: Request, res: Response, name = 'done'): string | undefined {
+  const value = queryText(req, name, 40);
+  const proof = queryText(req, 'proof', 64);
+  if (value === undefined || proof === undefined) return undefined;
+  const query: Record<string, string> = {};
+  for (const [field, text] of Object.entries(req.query as Record<string, unknown>)) {
+    if (typeof text !== 'string') return undefined;
+    if (field !== 'proof') query[field] = text;
+  }
+  const expected = Buffer.from(doneProof(personOf(res).csrfToken, req.originalUrl.split('?')[0]!, query));
+  const given = Buffer.from(proof);
+  return given.length === expected.length && timingSafeEqual(given, expected) ? value : undefined;
+}
+
+/** The notice for `?done=…` on a page this session's write sent the person back to; nothing otherwise. */
+export function doneNotice(req: Request, res: Response, messages: Readonly<Record<string, string>>): string {
+  const done = doneOf(req, res);
   const message = done !== undefined && Object.hasOwn(messages, done) ? messages[done] : undefined;
   return message ? notice(message, 'ok') : '';
 }

@@ -119,7 +119,7 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
           )
         : '';
     const body = [
-      doneNotice(req, doneMessages),
+      doneNotice(req, res, doneMessages),
       card(
         'payment',
         'The payment',

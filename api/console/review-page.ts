@@ -19,7 +19,7 @@ import {
   type SignedInPerson,
 } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { card, consoleUrl, linkedId, may, pager, queryText } from './page-pieces.ts';
+import { card, consoleUrl, doneOf, linkedId, may, pager, queryText } from './page-pieces.ts';
 import { resolveForm, reviewDetails } from './review-pieces.ts';
 
 export type ReviewPageDependencies = Pick<ConsoleServices, 'fundings' | 'payments' | 'timeZone'>;
@@ -78,9 +78,7 @@ export function addReviewRoutes(router: Router, deps: ReviewPageDependencies): v
     // Only an id is echoed back (a crafted link cannot put words in the notice).
     const item = queryText(req, 'item', 100);
     const resolved =
-      queryText(req, 'done', 20) === 'resolved' && item !== undefined && /^[A-Za-z0-9-]+$/.test(item)
-        ? item
-        : undefined;
+      doneOf(req, res) === 'resolved' && item !== undefined && /^[A-Za-z0-9-]+$/.test(item) ? item : undefined;
     const fundingList =
       fundings.kind === 'invalid-cursor'
         ? notice('That page of fundings is not one this console gave: start again from the first.', 'error')

@@ -146,7 +146,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
             }),
           )}${pager(dead.nextCursor ? consoleUrl(`${CONSOLE_PATH}/webhooks`, { cursor: dead.nextCursor }) : null, 'Older dead letters')}`;
     const body = [
-      doneNotice(req, doneMessages),
+      doneNotice(req, res, doneMessages),
       card(
         'endpoints',
         'Endpoints',
@@ -239,7 +239,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
     }
     const form = redeliverForm(person, delivery, 'delivery');
     const body = [
-      doneNotice(req, doneMessages),
+      doneNotice(req, res, doneMessages),
       card(
         'delivery',
         'The delivery',

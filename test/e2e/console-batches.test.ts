@@ -186,7 +186,7 @@ describe('the console’s batches, keyboard only', () => {
     );
     await tabTo(maker, maker.getByRole('button', { name: 'Check and submit' }));
     await maker.keyboard.press('Enter');
-    await maker.waitForURL(/\/console\/batches\/[0-9a-f-]{36}\?did=created$/);
+    await maker.waitForURL(/\/console\/batches\/[0-9a-f-]{36}\?did=created&proof=[\w-]+$/);
     const batchId = batchIdOf(maker);
     expect(await maker.locator('.notice.ok').innerText()).toContain('It waits for another person’s approval');
 
@@ -194,7 +194,7 @@ describe('the console’s batches, keyboard only', () => {
     await skipToMain(checker);
     await tabTo(checker, checker.getByRole('button', { name: 'Approve' }));
     await checker.keyboard.press('Space');
-    await checker.waitForURL(/\?did=approve$/);
+    await checker.waitForURL(/\?did=approve&proof=[\w-]+$/);
     expect(await checker.locator('.notice.ok').innerText()).toContain('You approved the batch');
 
     // No worker runs yet in this file: the batch stays RUNNING until the maker's keys move it.
@@ -202,16 +202,16 @@ describe('the console’s batches, keyboard only', () => {
     await skipToMain(maker);
     await tabTo(maker, maker.getByRole('button', { name: 'Pause' }));
     await maker.keyboard.press('Enter');
-    await maker.waitForURL(/\?did=pause$/);
+    await maker.waitForURL(/\?did=pause&proof=[\w-]+$/);
     await skipToMain(maker);
     await tabTo(maker, maker.getByRole('button', { name: 'Resume' }));
     await maker.keyboard.press('Space');
-    await maker.waitForURL(/\?did=resume$/);
+    await maker.waitForURL(/\?did=resume&proof=[\w-]+$/);
     maker.once('dialog', (dialog) => void dialog.accept());
     await skipToMain(maker);
     await tabTo(maker, maker.getByRole('button', { name: 'Cancel the batch' }));
     await maker.keyboard.press('Enter');
-    await maker.waitForURL(/\?did=cancel$/);
+    await maker.waitForURL(/\?did=cancel&proof=[\w-]+$/);
     expect(await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).toMatchObject({
       state: 'CANCELLED',
       createdBy: MAKER,
@@ -263,7 +263,7 @@ describe('the console’s batches refuse what a person may not do', () => {
       expect(await key()).toBe(sent);
       // The same form again: stored, once.
       await upload(maker, 'Refused once', csvOf([['once-1', '1234567', '2.00']]));
-      expect(maker.url()).toMatch(/\/console\/batches\/[0-9a-f-]{36}\?did=created$/);
+      expect(maker.url()).toMatch(/\/console\/batches\/[0-9a-f-]{36}\?did=created&proof=[\w-]+$/);
       expect(await stack.database.fundingBatch.count()).toBe(before + 1);
     } finally {
       await allow();
@@ -298,7 +298,7 @@ describe('the console’s batches refuse what a person may not do', () => {
       ['name', 'Token first'],
       ['file', csv, 'f.csv'],
     ]);
-    expect(valid.url).toMatch(/\/console\/batches\/[0-9a-f-]{36}\?did=created$/);
+    expect(valid.url).toMatch(/\/console\/batches\/[0-9a-f-]{36}\?did=created&proof=[\w-]+$/);
     expect(await stack.database.fundingBatch.count()).toBe(before + 1);
     await maker.close();
   });
@@ -401,8 +401,9 @@ describe('the console’s batches refuse what a person may not do', () => {
       );
       return [await send(new FormData(form)), await send(new FormData(form)), await send(changed)];
     });
-    expect(first!.url).toMatch(/\?did=created$/);
-    expect(second!.url).toBe(first!.url.replace('did=created', 'did=existing'));
+    expect(first!.url).toMatch(/\?did=created&proof=[\w-]+$/);
+    const withoutProof = (url: string) => url.replace(/&proof=[\w-]+$/, '');
+    expect(withoutProof(second!.url)).toBe(withoutProof(first!.url).replace('did=created', 'did=existing'));
     expect(second!.text).toContain('This form had already been sent: this is the batch it made.');
     expect(other).toMatchObject({
       status: 422,
@@ -539,7 +540,7 @@ describe('the console’s batches, maker and checker', () => {
     // Fixed, and sent again from the form the report page gives (the name is kept).
     expect(await maker.getByLabel('Name', { exact: true }).inputValue()).toBe('Payroll May');
     await upload(maker, 'Payroll May', csvOf(codes.map((code, index) => [references[index]!, code, '10.00'])));
-    await maker.waitForURL(/\?did=created$/);
+    await maker.waitForURL(/\?did=created&proof=[\w-]+$/);
     const batchId = batchIdOf(maker);
     expect(await maker.locator('#batch-progress').innerText()).toContain('AWAITING_APPROVAL');
     // The maker has no approve scope: no button, and the route itself refuses a forged approve.
@@ -557,7 +558,7 @@ describe('the console’s batches, maker and checker', () => {
     const checker = await pageAs('jose', `/console/batches/${batchId}`);
     expect(await checker.getByText(`Uploaded by`).isVisible()).toBe(true);
     await checker.getByRole('button', { name: 'Approve' }).click();
-    await checker.waitForURL(/\?did=approve$/);
+    await checker.waitForURL(/\?did=approve&proof=[\w-]+$/);
     await checker.evaluate(() => ((window as unknown as { stayed: string }).stayed = 'never reloaded'));
     const checkerFirst = await checker.locator('#batch-progress').innerText();
     expect(checkerFirst).not.toContain('8 of 8 items done');

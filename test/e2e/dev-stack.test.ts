@@ -199,13 +199,13 @@ describe('walletflow dev', () => {
       await maker.getByLabel('Name', { exact: true }).fill('Sample rewards');
       await maker.getByLabel('CSV file').setInputFiles(path.resolve(root, sample!));
       await maker.getByRole('button', { name: 'Check and submit' }).click();
-      await maker.waitForURL(/\/console\/batches\/[0-9a-f-]{36}\?did=created$/);
+      await maker.waitForURL(/\/console\/batches\/[0-9a-f-]{36}\?did=created&proof=[\w-]+$/);
       expect(await maker.locator('.notice.ok').innerText()).toContain('It waits for another person’s approval');
       const batchId = /\/console\/batches\/([0-9a-f-]{36})/.exec(maker.url())![1]!;
       const checker = await signIn('checker');
       await checker.goto(`${base}/console/batches/${batchId}`);
       await checker.getByRole('button', { name: 'Approve' }).click();
-      await checker.waitForURL(/\?did=approve$/);
+      await checker.waitForURL(/\?did=approve&proof=[\w-]+$/);
       expect(await checker.locator('.notice.ok').innerText()).toContain('You approved the batch');
 
       // Followed with the CLI to COMPLETED.

@@ -763,6 +763,59 @@ describe('every console page and stream needs its scope', () => {
   });
 });
 
+describe('what a page says was done', () => {
+  it('is said only on the address this session’s write sent the person to: a link someone made, or another session’s, says nothing', async () => {
+    const created = await stack.opsFetch('/ops/fundings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({
+        recipient: { type: 'CODE', code: '1234567' },
+        amount: { currency: 'PHP', value: '10.00' },
+      }),
+    });
+    expect(created.status).toBe(202);
+    const { fundingId } = (await created.json()) as { fundingId: string };
+    const said = 'Cancelled: the funding ended FAILED';
+    const mine = await signIn(stack.apiBase, stack.opsKey);
+    const theirs = await signIn(stack.apiBase, stack.opsKey);
+    // A link someone made: before, the page said the reader had cancelled a funding they had not.
+    const crafted = await get(stack.apiBase, `/console/fundings/${fundingId}?done=cancelled`, theirs, navigation);
+    expect(crafted.status).toBe(200);
+    expect(await crafted.text()).not.toContain(said);
+    const batch = await stack.opsFetch('/ops/funding-batches', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({
+        name: 'crafted notice',
+        items: [
+          {
+            reference: 'one',
+            recipient: { type: 'CODE', code: '1234567' },
+            amount: { currency: 'PHP', value: '1.00' },
+          },
+        ],
+      }),
+    });
+    expect(batch.status).toBe(202);
+    const { batchId } = (await batch.json()) as { batchId: string };
+    const batchCrafted = await get(stack.apiBase, `/console/batches/${batchId}?did=cancel`, theirs, navigation);
+    expect(batchCrafted.status).toBe(200);
+    expect(await batchCrafted.text()).not.toContain('You cancelled');
+    // The person's own cancel: its address says so, to them.
+    const form = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: mine, 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase },
+      body: `_csrf=${encodeURIComponent(await csrfOf(stack.apiBase, mine))}`,
+    });
+    expect(form.status).toBe(303);
+    const back = form.headers.get('location')!;
+    expect(await (await get(stack.apiBase, back, mine, navigation)).text()).toContain(said);
+    // The same address in another session (sent in a chat, say): nothing said.
+    expect(await (await get(stack.apiBase, back, theirs, navigation)).text()).not.toContain(said);
+  });
+});
+
 describe('the console’s audit', () => {
   it('records writes refused for a missing session or a bad form token, in any spelling, and ignores X-Ops-Actor', async () => {
     const since = new Date();
