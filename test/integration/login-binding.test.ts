@@ -6,11 +6,12 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { saveLinkWithTokens, unlink } from '../../links/link-record.ts';
+import { unlink } from '../../links/link-record.ts';
 import { mintLoginGrant } from '../../links/login-grants.ts';
 import { personActorName } from '../../domain/actor.ts';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { saveStandaloneLink } from '../support/standalone-link.ts';
 
 let stack: PartnerStack;
 const signingKey = randomBytes(32);
@@ -63,21 +64,7 @@ const callback = (params: URLSearchParams, cookie?: string) =>
 async function linkedVictim(password: string) {
   const user = await stack.admin.createUser({ password });
   const partnerUserId = `victim-${randomUUID()}`;
-  const tokens = await stack.admin.standaloneTokens(user.userId);
-  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-    partnerUserId,
-    profileId: user.profileId,
-    maskedUserId: null,
-    kind: 'STANDALONE',
-    scopes: [],
-    requestReferenceNo: null,
-    tokens: {
-      accessToken: tokens.access_token,
-      refreshToken: tokens.refresh_token ?? '',
-      accessTokenExpiresAt: new Date(Date.now() + 3_600_000),
-      refreshTokenExpiresAt: null,
-    },
-  });
+  const { linkId } = await saveStandaloneLink(stack, user, partnerUserId);
   return { user, partnerUserId, linkId };
 }
 
@@ -156,23 +143,7 @@ describe('login URLs and signed login tokens', () => {
     const started = await start({ login: token });
     expect(started.status).toBe(400);
     expect(started.html).toContain('not valid');
-    const tokens = await stack.admin.standaloneTokens(user.userId);
-    await expect(
-      saveLinkWithTokens(stack.database, stack.tokens, {
-        partnerUserId: embeddedId,
-        profileId: user.profileId,
-        maskedUserId: null,
-        kind: 'STANDALONE',
-        scopes: [],
-        requestReferenceNo: null,
-        tokens: {
-          accessToken: tokens.access_token,
-          refreshToken: tokens.refresh_token ?? '',
-          accessTokenExpiresAt: new Date(Date.now() + 3_600_000),
-          refreshTokenExpiresAt: null,
-        },
-      }),
-    ).rejects.toThrow(/wallet:/);
+    await expect(saveStandaloneLink(stack, user, embeddedId)).rejects.toThrow(/wallet:/);
     expect(await stack.database.link.count({ where: { partnerUserId: embeddedId } })).toBe(0);
     // A login URL minted for one before such a URL was refused: spent for nothing.
     const { token: minted } = await mintLoginGrant(stack.database, { partnerUserId: embeddedId, actor: 'before' });

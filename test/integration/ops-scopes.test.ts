@@ -7,6 +7,7 @@ import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 import { actorIdentity, actorNamedIn } from '../../domain/actor.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { saveStandaloneLink } from '../support/standalone-link.ts';
 
 let stack: PartnerStack;
 const reader = randomBytes(32).toString('base64url');
@@ -85,22 +86,7 @@ describe('scoped ops keys', () => {
 
   it('records the key’s name on an unlink', async () => {
     const user = await stack.admin.createUser();
-    const tokens = await stack.admin.standaloneTokens(user.userId);
-    const { saveLinkWithTokens } = await import('../../links/link-record.ts');
-    const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-      partnerUserId: `audit-${randomUUID()}`,
-      profileId: user.profileId,
-      maskedUserId: null,
-      kind: 'STANDALONE',
-      scopes: [],
-      requestReferenceNo: null,
-      tokens: {
-        accessToken: tokens.access_token,
-        refreshToken: tokens.refresh_token,
-        accessTokenExpiresAt: new Date(Date.now() + 60_000),
-        refreshTokenExpiresAt: null,
-      },
-    });
+    const { linkId } = await saveStandaloneLink(stack, user, `audit-${randomUUID()}`, 60_000);
     expect((await stack.opsFetch(`/ops/links/${linkId}`, { method: 'DELETE' })).status).toBe(200);
     const unlinked = await stack.database.linkEvent.findFirstOrThrow({ where: { linkId, type: 'UNLINKED' } });
     expect(unlinked.actor).toBe('default');

@@ -12,6 +12,7 @@ import { opsScopes, type OpsScope } from '../../lib/ops-keys.ts';
 import { rawHttp } from '../support/raw-http.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { saveStandaloneLink } from '../support/standalone-link.ts';
 
 let stack: PartnerStack;
 /** A key per scope holding every other scope: the strongest key that must still be refused. */
@@ -49,24 +50,7 @@ beforeAll(async () => {
   expect(funding.status).toBe(202);
   ids.fundingId = ((await funding.json()) as { fundingId: string }).fundingId;
   const user = await stack.admin.createUser();
-  const tokens = await stack.admin.standaloneTokens(user.userId);
-  const { saveLinkWithTokens } = await import('../../links/link-record.ts');
-  ids.linkId = (
-    await saveLinkWithTokens(stack.database, stack.tokens, {
-      partnerUserId: `spellings-${randomUUID()}`,
-      profileId: user.profileId,
-      maskedUserId: null,
-      kind: 'STANDALONE',
-      scopes: [],
-      requestReferenceNo: null,
-      tokens: {
-        accessToken: tokens.access_token,
-        refreshToken: tokens.refresh_token,
-        accessTokenExpiresAt: new Date(Date.now() + 600_000),
-        refreshTokenExpiresAt: null,
-      },
-    })
-  ).linkId;
+  ids.linkId = (await saveStandaloneLink(stack, user, `spellings-${randomUUID()}`, 600_000)).linkId;
 }, 60_000);
 
 afterAll(async () => {
