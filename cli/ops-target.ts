@@ -35,16 +35,19 @@ export function resolveApiBase(flag: string | undefined, env: NodeJS.ProcessEnv 
   // The key travels in every request's Authorization header: in clear text only to this machine.
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname))
     throw new CliInputError(
-      `--api ${url.origin}: plain http sends the ops key in clear text; use https (http only to this machine)`,
+      `the ops API address ${url.origin} (--api or WALLETFLOW_API_URL): plain http sends the ops key in clear text; use https (http only to this machine)`,
       exitCodes.usage,
     );
   return given.replace(/\/+$/, '');
 }
 
-/** Whether a URL's host is this machine: localhost, 127.0.0.0/8 or ::1. */
+/**
+ * Whether a URL's host is this machine: localhost, 127.0.0.0/8 or ::1. Not a name under `.localhost`: the system's
+ * resolver may ask the network for it.
+ */
 function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return host === 'localhost' || host.endsWith('.localhost') || host === '::1' || /^127(?:\.\d{1,3}){3}$/.test(host);
+  return host === 'localhost' || host === '::1' || /^127(?:\.\d{1,3}){3}$/.test(host);
 }
 
 function readKeyFile(variable: string, file: string): string {

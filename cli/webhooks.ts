@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 import { webhookEndpointCreatedSchema, webhookEventTypes } from '../domain/webhook.ts';
 import { verifyWebhook } from '../webhooks/signature.ts';
+import { reportError } from './cli-errors.ts';
 import { resolveOpsTarget } from './ops-target.ts';
 
 export interface ListenOptions {
@@ -35,7 +36,13 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
     console.error(`walletflow webhooks listen: ${forward.error.issues[0]?.message ?? 'bad --forward-to'}`);
     return 64;
   }
-  const target = resolveOpsTarget(options);
+  let target: ReturnType<typeof resolveOpsTarget>;
+  try {
+    target = resolveOpsTarget(options);
+  } catch (error) {
+    // A refused address (usage, 64) or no key found (configuration, 78), told as every ops command tells it.
+    return reportError('webhooks listen', error);
+  }
   const authorization = { authorization: `Bearer ${target.key}` };
   let secret = '';
   const server = createServer((req, res) => {

@@ -19,6 +19,7 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 import { verifyStandardWebhook } from '../support/standard-webhooks-verifier.ts';
 import { waitFor as waitForValue } from '../support/wait-for.ts';
 import { nodeArgsFor } from '../support/node-entry.ts';
+import { runCli } from '../support/cli-run.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -170,6 +171,17 @@ describe('walletflow webhooks listen --forward-to', () => {
     expect(output).toContain(`Endpoint ${endpointId!} deleted.`);
     expect((await stack.opsFetch(`/ops/webhooks/endpoints/${endpointId!}`)).status).toBe(404);
   }, 120_000);
+  it('refuses a plain http address of another machine as every ops command does: exit 64, nothing sent', async () => {
+    const result = await runCli(['webhooks', 'listen', '--api', 'http://10.0.0.5:3000'], {
+      env: { WALLETFLOW_OPS_KEY: 'not-sent' },
+      timeoutMs: 30_000,
+    });
+    // Before: the refusal escaped the command and the CLI exited 1.
+    expect(result.code).toBe(64);
+    expect(result.stderr).toContain('plain http sends the ops key in clear text');
+    expect(result.stderr).not.toContain('not-sent');
+  });
+
   it('deletes the endpoint when Ctrl-C comes while it is being registered', async () => {
     // The API behind a relay that holds the registration until the CLI has been sent SIGINT.
     let releaseRegistration: () => void = () => {};
