@@ -417,11 +417,12 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
   }
 
   /**
-   * One sweep's share of the round over every hold: from the round's position (or the first hold), a page of a range at
-   * a time, each range beginning at the next id a transaction took, until the budget is spent (at least one page) or
-   * the last hold is read: then the round is over, and its mark is `now`.
+   * One sweep's share of the round over every hold (`round`, as the mark holds it): from its position (or the first
+   * hold), a page of a range at a time, each range beginning at the next id a transaction took, until the budget is
+   * spent (at least one page) or the last hold is read: then the round is over, and its mark is `now`.
    */
   async function passOverEveryHold(
+    round: { through: Date | null; afterId: bigint | null },
     now: Date,
     limit: number,
     settleOpen: (open: Array<{ id: string; status: FundingStatus }>) => Promise<boolean>,
@@ -432,7 +433,6 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       const next = await fundings.ledgerTransactionIdAfter(after);
       return next === null ? null : { after: next - 1n, through: next - 1n + OPEN_HOLD_RANGE };
     };
-    const round = await marks.roundOf('open-holds-full');
     let range = await rangeAfter(round.afterId ?? 0n);
     while (range) {
       const page = await fundings.listFinalWithOpenHoldAmong({ ...range, limit });
@@ -565,8 +565,9 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       // time from where the last sweep stopped, its position kept after each page, for the pass's budget. A ledger of
       // years is read over several sweeps; before, each attempt began again at the first hold, and one that took more
       // than the attempt's five minutes never ended, nor let the repairs after it run.
-      if (((await marks.through('open-holds-full')) ?? new Date(0)) <= new Date(now.getTime() - DAY_MS))
-        await passOverEveryHold(now, limit, settleOpen);
+      const holdRound = await marks.roundOf('open-holds-full');
+      if ((holdRound.through ?? new Date(0)) <= new Date(now.getTime() - DAY_MS))
+        await passOverEveryHold(holdRound, now, limit, settleOpen);
       const review = await payments.listInReview(MAX_SWEEP_LISTED);
       tally.paymentsNeedingReview(
         review.map((payment) => ({
