@@ -351,4 +351,38 @@ describe('flat with data', () => {
       await recording.close();
     }
   });
+
+  // After the batch runner's: its batch's 3,000 items cancelled here would change that test's plans.
+  it('reads a cancelled batch’s FAILED items (not the cancelled ones) a page at a time: each read examines the failed rows, not the batch’s every cancelled item', async () => {
+    const recording = recordingDatabase(databaseUrl);
+    try {
+      const { credit, insertBatch, batches, fundings } = batchRecordsOn(recording.database);
+      const partnerUserId = `flat-cancelled-${randomUUID()}`;
+      await credit(partnerUserId, 10_000_000n);
+      const batchId = randomUUID();
+      const items = codeItems(batchId, 3000, {
+        reference: (index) => `item-${String(index).padStart(4, '0')}`,
+        code: (index) => String(3_000_000 + index),
+        amount: 1_000n,
+      });
+      await insertBatch(batchId, partnerUserId, items, null);
+      expect(await batches.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'ops' })).toBe(true);
+      // Three of them failed on their own before the cancel (as a create refused would leave them).
+      await explainer.query(
+        `UPDATE funding SET error_code = 'CREATE_FAILED' WHERE batch_id = $1 AND batch_reference IN ('item-0007', 'item-1500', 'item-2999')`,
+        [batchId],
+      );
+      await explainer.query('ANALYZE funding');
+      recording.statements.splice(0);
+      const page = await fundings.batchItemsPage(batchId, { status: 'FAILED', limit: 50 });
+      expect(page.map((item) => item.batchReference)).toEqual(['item-0007', 'item-1500', 'item-2999']);
+      const [read] = recording.statements.filter((each) =>
+        /FROM (?:"public"\.)?"?funding"?(?: f)?\s+WHERE/.test(each.text),
+      );
+      // Before: the batch's FAILED items by reference, each cancelled one read and dropped by its code: 3,000 rows.
+      expect(await rowsExamined(explainer, read!, 'funding')).toBeLessThanOrEqual(50);
+    } finally {
+      await recording.close();
+    }
+  });
 });
