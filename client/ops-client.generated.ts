@@ -836,7 +836,7 @@ export interface OpsClient {
   getAccount(params: GetAccountParams, options?: CallOptions): Promise<GetAccountAnswer>;
   /** POST /ops/accounts/{account}/adjustments: Adjust a partner user’s account (the other leg is TREASURY) or the treasury (the other leg is CAPITAL) */
   adjustAccount(params: AdjustAccountParams, options?: CallOptions): Promise<AdjustAccountAnswer>;
-  /** GET /ops/ledger/entries: Ledger entries, newest first, a page at a time (pending: a hold or its reversal). Ids are drawn at write, not at commit: a reader that stops at the last id it saw can miss a long transaction’s entries (docs/ledger.md) */
+  /** GET /ops/ledger/entries: Ledger entries, newest first, a page at a time (pending: a hold or its reversal). Ids are drawn at write, not at commit: a reader that stops at the last id it saw can miss entries committed later (docs/ledger.md) */
   listLedgerEntries(params?: ListLedgerEntriesParams, options?: CallOptions): Promise<ListLedgerEntriesAnswer>;
   /** GET /ops/settlements/{date}: A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger */
   getSettlement(params: GetSettlementParams, options?: CallOptions): Promise<GetSettlementAnswer>;

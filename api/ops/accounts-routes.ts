@@ -113,7 +113,7 @@ const routes = {
     operationId: 'listLedgerEntries',
     tag: 'ledger',
     summary:
-      'Ledger entries, newest first, a page at a time (pending: a hold or its reversal). Ids are drawn at write, not at commit: a reader that stops at the last id it saw can miss a long transaction’s entries (docs/ledger.md)',
+      'Ledger entries, newest first, a page at a time (pending: a hold or its reversal). Ids are drawn at write, not at commit: a reader that stops at the last id it saw can miss entries committed later (docs/ledger.md)',
     access: { opsScope: 'read' },
     query: { schema: entriesQuerySchema },
     responses: {

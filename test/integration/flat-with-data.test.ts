@@ -321,7 +321,7 @@ describe('flat with data', () => {
     }
   });
 
-  // Last: its 3,000 PENDING items would change the plans of the pages by status above.
+  // After the pages by status above: its 3,000 PENDING items would change their plans.
   it('reads a batch runner’s next items a page at a time from its cursor: each read examines a page of rows, not the batch’s every item', async () => {
     const recording = recordingDatabase(databaseUrl);
     try {
@@ -373,14 +373,24 @@ describe('flat with data', () => {
         [batchId],
       );
       await explainer.query('ANALYZE funding');
-      recording.statements.splice(0);
-      const page = await fundings.batchItemsPage(batchId, { status: 'FAILED', limit: 50 });
-      expect(page.map((item) => item.batchReference)).toEqual(['item-0007', 'item-1500', 'item-2999']);
-      const [read] = recording.statements.filter((each) =>
-        /FROM (?:"public"\.)?"?funding"?(?: f)?\s+WHERE/.test(each.text),
-      );
-      // Before: the batch's FAILED items by reference, each cancelled one read and dropped by its code: 3,000 rows.
-      expect(await rowsExamined(explainer, read!, 'funding')).toBeLessThanOrEqual(50);
+      // Two pages of two: the first, and the next from its cursor.
+      for (const [afterReference, expected] of [
+        [undefined, ['item-0007', 'item-1500']],
+        ['item-1500', ['item-2999']],
+      ] as const) {
+        recording.statements.splice(0);
+        const page = await fundings.batchItemsPage(batchId, {
+          status: 'FAILED',
+          limit: 2,
+          ...(afterReference ? { afterReference } : {}),
+        });
+        expect(page.map((item) => item.batchReference)).toEqual(expected);
+        const [read] = recording.statements.filter((each) =>
+          /FROM (?:"public"\.)?"?funding"?(?: f)?\s+WHERE/.test(each.text),
+        );
+        // Before: the batch's FAILED items by reference, each cancelled one read and dropped by its code: 3,000 rows.
+        expect(await rowsExamined(explainer, read!, 'funding'), `after ${afterReference}`).toBeLessThanOrEqual(50);
+      }
     } finally {
       await recording.close();
     }
