@@ -42,8 +42,9 @@ export function resolveApiBase(flag: string | undefined, env: NodeJS.ProcessEnv 
 }
 
 /**
- * Whether a URL's host is this machine: localhost, 127.0.0.0/8 or ::1. Not a name under `.localhost`: the system's
- * resolver may ask the network for it.
+ * Whether a URL's host is surely this machine: localhost, 127.0.0.0/8 or ::1. Not a name under `.localhost`: the
+ * system's resolver may ask the network for it. Narrower than lib/config's isLocalHostname on purpose: that one refuses
+ * anything that may be this machine (a production check), this one lets a key through only to what surely is.
  */
 function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
