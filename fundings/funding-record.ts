@@ -34,7 +34,7 @@ import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { fromNumeric, toNumeric, type Money } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import { inAdmissionLane } from '../lib/admission.ts';
-import type { Database } from '../lib/database.ts';
+import { inIndexOrder, type Database } from '../lib/database.ts';
 import { readListPage, readPastCursor, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
@@ -920,19 +920,19 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     /**
      * A batch's PENDING items after `afterId`, in id order: the runner's next page, from the partial index of them
      * (prisma/migrations/20261205170000_funding_batch_pending_items), the status a constant in the text so that the
-     * planner can match the index's predicate (a parameter it cannot). Sorting is off for the statement: the planner
-     * takes a batch and its items' status for independent columns, reckons a large batch's PENDING items a few dozen,
-     * and would fetch them all and sort rather than read the index, whose order is the page's.
+     * planner can match the index's predicate (a parameter it cannot). Sorting is off for the statement
+     * (`inIndexOrder`): the planner reckons a large batch's PENDING items a few dozen, and would fetch them all and
+     * sort rather than read the index, whose order is the page's.
      */
     nextPendingBatchItems: (batchId: string, afterId: string | null, limit: number) =>
-      database.$transaction(async (tx) => {
-        await tx.$executeRaw`SET LOCAL enable_sort = off`;
-        return tx.$queryRaw<Array<{ id: string; workflowId: string }>>`
+      inIndexOrder(
+        database,
+        (db) => db.$queryRaw<Array<{ id: string; workflowId: string }>>`
           SELECT f.id::text AS id, f.workflow_id AS "workflowId" FROM funding f
           WHERE f.batch_id = ${batchId}::uuid AND f.status = 'PENDING' AND f.batch_id IS NOT NULL
             ${afterId ? Prisma.sql`AND f.id > ${afterId}::uuid` : Prisma.empty}
-          ORDER BY f.batch_id, f.id LIMIT ${limit}`;
-      }),
+          ORDER BY f.batch_id, f.id LIMIT ${limit}`,
+      ),
 
     /**
      * A batch's items by status (a cancelled item apart: FAILED with code CANCELLED), with their

@@ -11,6 +11,8 @@ import type { Database } from '../lib/database.ts';
 export interface RecordedStatement {
   text: string;
   values: unknown[];
+  /** The `SET LOCAL` statements sent before it in its transaction (`inIndexOrder`): its plan is made under them. */
+  settings?: string[];
 }
 
 /** The tables that grow with history: a sequential scan of one of them is not flat with data. */
@@ -45,12 +47,18 @@ export function recordingDatabase(databaseUrl: string): {
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    let settings: string[] = [];
+    const record = (text: string, values: unknown[]) => {
+      if (/^\s*(BEGIN|COMMIT|ROLLBACK)\b/i.test(text)) settings = [];
+      statements.push({ text, values, settings });
+      if (/^\s*SET\s+LOCAL\b/i.test(text)) settings = [...settings, text];
+    };
     (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
       const [first, second] = args;
-      if (typeof first === 'string') statements.push({ text: first, values: Array.isArray(second) ? second : [] });
+      if (typeof first === 'string') record(first, Array.isArray(second) ? second : []);
       else if (first && typeof first === 'object' && 'text' in first) {
         const config = first as { text: string; values?: unknown[] };
-        statements.push({ text: config.text, values: config.values ?? [] });
+        record(config.text, config.values ?? []);
       }
       return query(...args);
     };
@@ -84,13 +92,31 @@ function scansOf(node: Record<string, unknown>, into: PlannedScan[]): PlannedSca
   return into;
 }
 
+/**
+ * The plan of `statement` in a transaction rolled back, under the settings it was sent under: EXPLAIN (FORMAT JSON)
+ * with `options` and its own parameters.
+ */
+async function planOf(
+  client: pg.ClientBase,
+  statement: RecordedStatement,
+  options: string,
+): Promise<Record<string, unknown> | undefined> {
+  await client.query({ text: 'BEGIN' });
+  try {
+    for (const setting of statement.settings ?? []) await client.query({ text: setting });
+    const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>({
+      text: `EXPLAIN (${options}) ${statement.text}`,
+      values: statement.values,
+    });
+    return result.rows[0]?.['QUERY PLAN'][0]?.Plan;
+  } finally {
+    await client.query({ text: 'ROLLBACK' });
+  }
+}
+
 /** EXPLAIN (FORMAT JSON) of `statement` with its own parameters (not run): the scans it plans. */
 export async function plannedScans(client: pg.ClientBase, statement: RecordedStatement): Promise<PlannedScan[]> {
-  const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>({
-    text: `EXPLAIN (FORMAT JSON) ${statement.text}`,
-    values: statement.values,
-  });
-  const plan = result.rows[0]?.['QUERY PLAN'][0]?.Plan;
+  const plan = await planOf(client, statement, 'FORMAT JSON');
   return plan ? scansOf(plan, []) : [];
 }
 
@@ -111,29 +137,20 @@ export async function rowsExamined(
   statement: RecordedStatement,
   table: string,
 ): Promise<number> {
-  await client.query({ text: 'BEGIN' });
-  try {
-    const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>({
-      text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`,
-      values: statement.values,
-    });
-    const visit = (node: Record<string, unknown>): number => {
-      const loops = Number(node['Actual Loops'] ?? 1);
-      const own =
-        node['Relation Name'] === table
-          ? (Number(node['Actual Rows'] ?? 0) +
-              Number(node['Rows Removed by Filter'] ?? 0) +
-              Number(node['Rows Removed by Index Recheck'] ?? 0)) *
-            loops
-          : 0;
-      return (
-        own +
-        ((node.Plans as Array<Record<string, unknown>> | undefined) ?? []).reduce((sum, child) => sum + visit(child), 0)
-      );
-    };
-    const plan = result.rows[0]?.['QUERY PLAN'][0]?.Plan;
-    return plan ? visit(plan) : 0;
-  } finally {
-    await client.query({ text: 'ROLLBACK' });
-  }
+  const visit = (node: Record<string, unknown>): number => {
+    const loops = Number(node['Actual Loops'] ?? 1);
+    const own =
+      node['Relation Name'] === table
+        ? (Number(node['Actual Rows'] ?? 0) +
+            Number(node['Rows Removed by Filter'] ?? 0) +
+            Number(node['Rows Removed by Index Recheck'] ?? 0)) *
+          loops
+        : 0;
+    return (
+      own +
+      ((node.Plans as Array<Record<string, unknown>> | undefined) ?? []).reduce((sum, child) => sum + visit(child), 0)
+    );
+  };
+  const plan = await planOf(client, statement, 'ANALYZE, FORMAT JSON');
+  return plan ? visit(plan) : 0;
 }

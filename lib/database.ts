@@ -268,3 +268,18 @@ export async function withoutParallelWorkers<T>(
   await db.$executeRaw`SET LOCAL max_parallel_workers_per_gather = 0`;
   return query(db);
 }
+
+/**
+ * A read whose order is a partial index's (a batch runner's next items, an endpoint's dead letters counted to a
+ * limit), run with sorting off, in a transaction of its own (SET LOCAL). The planner takes the columns of a
+ * condition for independent (a batch and its items' status, an endpoint and its deliveries' status), and reckons an
+ * outer row's matches by the average, so it may fetch and sort every matching row, or read the table until the
+ * limit, rather than read the index to it. With sorting off, the index whose order the statement asks for is the plan.
+ */
+export async function inIndexOrder<T>(
+  database: Database,
+  query: (db: Database) => Prisma.PrismaPromise<T>,
+): Promise<T> {
+  const [, result] = await database.$transaction([database.$executeRaw`SET LOCAL enable_sort = off`, query(database)]);
+  return result;
+}

@@ -14,7 +14,7 @@ import type {
   WebhookEndpointView,
   WebhookEventType,
 } from '../domain/webhook.ts';
-import type { Database } from '../lib/database.ts';
+import { inIndexOrder, type Database } from '../lib/database.ts';
 import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { resealColumn, type RotationCount } from '../links/token-rotation.ts';
@@ -209,22 +209,25 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * registered: a deleted one's letters can be redelivered no more. Each endpoint's address comes masked
      * (masked-url.ts): this list is for being shown. Each count stops past HEALTH_COUNT_LIMIT (a figure above it means
      * "more than"): the home reads this at every push, and dead letters are never purged, so a receiver down for days
-     * would make each push count millions.
+     * would make each push count millions. Each count reads its endpoint's rows in id order with sorting off
+     * (`inIndexOrder`): only the two partial indexes of migration 20261205200000 give them so. The planner reckons
+     * each endpoint's rows by the average, and by another index, or the table read until the limit, it went through
+     * the whole table for an endpoint with few.
      */
     async health(): Promise<Array<{ endpointId: string; maskedUrl: string; deadLetters: number; retrying: number }>> {
       const past = HEALTH_COUNT_LIMIT + 1;
-      const rows = await database.$queryRaw<
-        Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>
-      >`
-        SELECT * FROM (
-          SELECT e.id::text AS "endpointId", e.url,
-                 (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_delivery d
-                   WHERE d.endpoint_id = e.id AND d.status = 'FAILED' LIMIT ${past}) f)::int AS "deadLetters",
-                 (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_delivery d
-                   WHERE d.endpoint_id = e.id AND d.status = 'PENDING' AND d.attempts > 0 LIMIT ${past}) r)::int AS retrying
-          FROM webhook_endpoint e WHERE e.deleted_at IS NULL) counted
-        WHERE "deadLetters" > 0 OR retrying > 0
-        ORDER BY "deadLetters" DESC, retrying DESC LIMIT 50`;
+      const rows = await inIndexOrder(
+        database,
+        (db) => db.$queryRaw<Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>>`
+        SELECT e.id::text AS "endpointId", e.url, f.count AS "deadLetters", r.count AS retrying
+        FROM webhook_endpoint e
+        CROSS JOIN LATERAL (SELECT COUNT(*)::int AS count FROM (SELECT 1 FROM webhook_delivery d
+          WHERE d.endpoint_id = e.id AND d.status = 'FAILED' ORDER BY d.id LIMIT ${past}) counted) f
+        CROSS JOIN LATERAL (SELECT COUNT(*)::int AS count FROM (SELECT 1 FROM webhook_delivery d
+          WHERE d.endpoint_id = e.id AND d.status = 'PENDING' AND d.attempts > 0 ORDER BY d.id LIMIT ${past}) counted) r
+        WHERE e.deleted_at IS NULL AND (f.count > 0 OR r.count > 0)
+        ORDER BY f.count DESC, r.count DESC LIMIT 50`,
+      );
       return rows.map(({ url, ...row }) => ({ ...row, maskedUrl: maskedWebhookUrl(url) }));
     },
 
