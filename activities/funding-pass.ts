@@ -194,9 +194,10 @@ export async function passClaimed(
           transferId: intent.transferId,
           requestReferenceNo: intent.requestReferenceNo,
         });
-      if (outOfTime()) return;
       switch (intent.kind) {
         case 'refused':
+          // Out of time, it is left to the funding's workflow, which asks again (nothing was created).
+          if (outOfTime()) return;
           outcomes.set(
             fundingId,
             await guarded(fundingId, () =>
@@ -211,7 +212,9 @@ export async function passClaimed(
           return;
         case 'mismatch': {
           // Parked here, not only by the workflow: a pass run again must not find a CREATING
-          // funding with no transfer and create (and execute) another intent.
+          // funding with no transfer and create (and execute) another intent. Out of time too (its
+          // lease lapsed, its deadline reached): the park is made under the funding's claim, so it
+          // changes nothing of a funding another run took over meanwhile.
           const evidence: WalletCallEvidence = {
             at: new Date().toISOString(),
             operation: 'transfers.create',

@@ -519,6 +519,37 @@ describe('a batch chunk beside a long transaction that holds its items (a batchâ
   });
 });
 
+describe('a batch chunk whose lease lapses while its creates come back altered', () => {
+  it('parks each funding for review all the same (under its claim): none is left CREATING for its workflow to create and execute another intent', async () => {
+    // Found by a read: the pass looked at its time before a mismatch's park, so a chunk whose lease lapsed during the
+    // creates left each funding CREATING with no transfer. Its workflow then created and executed a new intent, and the
+    // review that an answer for something else calls for never happened.
+    const { gate, ids, pass, close } = await batchOfFour('altered');
+    await close();
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'altered-answer', rate: 1 }]);
+    const answered = ids.map(() => gate.hold('createTransfer', 'after', 'chunk'));
+    let lapsed = false;
+    const chunk = inActivity(pass.fundItemsInOnePass, [ids, { current: () => !lapsed }], {
+      startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs,
+    });
+    await Promise.all(answered.map((hold) => hold.reached));
+    // Every create answered; the chunk's attempt may have been replaced from here on.
+    lapsed = true;
+    for (const hold of answered) hold.release();
+    const { outcomes } = await chunk;
+    expect([...outcomes.values()].map((outcome) => outcome.kind)).toEqual(ids.map(() => 'mismatch'));
+    for (const id of ids) {
+      const funding = await fundings.get(id);
+      expect(funding).toMatchObject({ status: 'NEEDS_REVIEW', transferId: null });
+      expect(funding.abandonedTransferIds).toHaveLength(1);
+      expect(funding.reviewEvidence).toEqual([
+        expect.objectContaining({ operation: 'transfers.create', code: 'ANSWER_MISMATCH' }),
+      ]);
+    }
+    expect(gate.calls.filter((call) => call.operation === 'executeTransfer')).toEqual([]);
+  });
+});
+
 describe('a batch chunk while a move holds its batch (a cancel ending its items)', () => {
   it('tries none of its items one by one and waits for the move a while: once it is over (here rolled back), it claims them', async () => {
     const { counted, oneByOne } = claimsOneByOne();
