@@ -274,12 +274,13 @@ export async function withoutParallelWorkers<T>(
  * limit), run with sorting off, in a transaction of its own (SET LOCAL). The planner takes the columns of a
  * condition for independent (a batch and its items' status, an endpoint and its deliveries' status), and reckons an
  * outer row's matches by the average, so it may fetch and sort every matching row, or read the table until the
- * limit, rather than read the index to it. With sorting off, the index whose order the statement asks for is the plan.
+ * limit, rather than read the index to it. With sorting off, only a scan of an index that gives the statement's
+ * order is left unpenalised, and of those the partial index reads only the rows asked for (another that gives the
+ * order, such as a primary key of random UUIDs, reads every row between them).
  */
-export async function inIndexOrder<T>(
-  database: Database,
-  query: (db: Database) => Prisma.PrismaPromise<T>,
-): Promise<T> {
-  const [, result] = await database.$transaction([database.$executeRaw`SET LOCAL enable_sort = off`, query(database)]);
-  return result;
+export function inIndexOrder<T>(database: Database, query: (db: Prisma.TransactionClient) => Promise<T>): Promise<T> {
+  return database.$transaction(async (tx) => {
+    await tx.$executeRaw`SET LOCAL enable_sort = off`;
+    return query(tx);
+  });
 }

@@ -210,9 +210,10 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * (masked-url.ts): this list is for being shown. Each count stops past HEALTH_COUNT_LIMIT (a figure above it means
      * "more than"): the home reads this at every push, and dead letters are never purged, so a receiver down for days
      * would make each push count millions. Each count reads its endpoint's rows in id order with sorting off
-     * (`inIndexOrder`): only the two partial indexes of migration 20261205200000 give them so. The planner reckons
-     * each endpoint's rows by the average, and by another index, or the table read until the limit, it went through
-     * the whole table for an endpoint with few.
+     * (`inIndexOrder`): the two partial indexes of migration 20261205200000 give them so, each entry one counted (the
+     * primary key gives id order too, through every delivery). The planner reckons each endpoint's rows by the
+     * average, and by another index, or the table read until the limit, it went through the whole table for an
+     * endpoint with few.
      */
     async health(): Promise<Array<{ endpointId: string; maskedUrl: string; deadLetters: number; retrying: number }>> {
       const past = HEALTH_COUNT_LIMIT + 1;
