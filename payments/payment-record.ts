@@ -2,7 +2,7 @@
 // status change is a move that domain's transition table allows, guarded in SQL by the statuses
 // it may come from, and written with its timeline event in the same transaction; the insert is
 // idempotent on the key; the wallet's payment id and fee are stored once, before any execute.
-import type { Payment, PaymentEvent, Prisma } from '../generated/prisma/client.ts';
+import { Prisma, type Payment, type PaymentEvent } from '../generated/prisma/client.ts';
 import type { PaymentPurpose } from '../domain/ledger.ts';
 import { fromNumeric, thousandthsIn, toNumeric, type Amount, type Money } from '../domain/money.ts';
 import { createLedger, type Ledger } from '../ledger/ledger.ts';
@@ -16,7 +16,7 @@ import {
 } from '../domain/payment.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import type { Database } from '../lib/database.ts';
-import { readListPage, readPastCursor, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
+import { readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { paymentWebhookEventType } from '../domain/webhook.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
@@ -208,18 +208,33 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     listPage: (query: ListQuery<PaymentStatus>): Promise<ListPage<PaymentWithEvents>> =>
       readListPage(query, (read) => database.payment.findMany({ ...read, include: withPaymentEvents })),
 
-    /** Payments not final and not in review, created before `createdBefore`, a page at a time: the sweep's work. */
-    listUnfinished: ({ createdBefore, after, limit }: { createdBefore: Date; after?: SweepCursor; limit: number }) =>
-      readPastCursor(
-        {
-          where: { status: { in: ['PENDING' as const, 'CREATING' as const, 'EXECUTING' as const] } },
-          createdAt: { lt: createdBefore },
-          order: 'asc',
-          after,
-          take: limit,
-        },
-        (read) => database.payment.findMany(read),
-      ),
+    /**
+     * Payments not final and not in review, created before `createdBefore`, a page at a time from the cursor on: the
+     * sweep's work. Read through payment_sweep_candidates_idx, which holds only them in (created_at, id) order, its
+     * statuses constants in the text so that the planner can match its predicate (parameters it cannot).
+     */
+    async listUnfinished({
+      createdBefore,
+      after,
+      limit,
+    }: {
+      createdBefore: Date;
+      after?: SweepCursor;
+      limit: number;
+    }): Promise<Payment[]> {
+      const fromCursor = after
+        ? Prisma.sql`AND (created_at, id) > (${after.createdAt}, ${after.id}::uuid)`
+        : Prisma.empty;
+      const rows = await database.$queryRaw<Array<{ id: string }>>`
+        SELECT id::text AS id FROM payment
+        WHERE status IN ('PENDING', 'CREATING', 'EXECUTING') AND created_at < ${createdBefore} ${fromCursor}
+        ORDER BY created_at, id LIMIT ${limit}`;
+      if (rows.length === 0) return [];
+      return database.payment.findMany({
+        where: { id: { in: rows.map((row) => row.id) } },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+      });
+    },
 
     /** Payments waiting for a person, longest waiting first: the sweep lists the first of them for ops. */
     listInReview: (limit: number) =>
