@@ -11,6 +11,7 @@ export const declines = {
   walletLimit: { code: '6001', message: 'Recipient wallet limit reached' },
   blocked: { code: '6002', message: 'Recipient account is blocked' },
   partnerFunding: { code: '6051', message: 'Partner funding wallet has insufficient balance' },
+  codeTaken: { code: '6003', message: 'Cash-in code already used by another transfer' },
 } as const;
 
 /** The last 4 characters only (contract-decisions section 2); at most 8 stars before them. */
@@ -185,11 +186,19 @@ export function executeTransfer(context: SandboxContext, record: TransferRecord)
   const now = clock.now();
   if (record.cashInCode !== null) {
     const code = state.cashInCodes.get(record.cashInCode);
-    // Another transfer took the code meanwhile: nothing happens, as at create. Its expiry does not
-    // matter here: the code was valid when this intent was created, and there is no time limit
-    // between create and execute (contract-decisions section 2).
+    // Another transfer took the code meanwhile (it holds it while it executes, it used it up once
+    // APPROVED): the credit cannot be made, and the execution is declined, 200 and DECLINED with its
+    // 60xx code (contract-decisions section 2: CODE_INVALID is a create's; a declined execution is
+    // not an HTTP error). Its expiry does not matter here: the code was valid when this intent was
+    // created, and there is no time limit between create and execute.
     if (!code || code.consumedBy !== null || (code.reservedBy !== null && code.reservedBy !== record.transferId)) {
-      throw serviceError(400, 'CODE_INVALID', 'Cash-in code is unknown, used or expired');
+      record.status = 'DECLINED';
+      record.decline = declines.codeTaken;
+      record.executions += 1;
+      record.updatedAt = now;
+      record.settleAt = null;
+      state.openTransfers.delete(record.transferId);
+      return record;
     }
     code.reservedBy = record.transferId;
   }

@@ -152,6 +152,32 @@ describe('funding paths', () => {
     expect((await ledgerTransfer(funding.transferId))?.executions).toBe(1);
   });
 
+  it('a second funding on a cash-in code another funding holds is DECLINED 6003 at its execute, executed once: never left in review', async () => {
+    // Found by a read: the sandbox refused the second intent's execute with 400 CODE_INVALID, a create's refusal
+    // (contract section 2), which the funding read as an execute of unknown outcome: it asked again four times, then
+    // waited in review with its hold ("the outcome of 4 executes stayed unknown"). A declined execution is a 200.
+    const { user, code } = await codeFor();
+    await stack.admin.settings({ processingDelayMs: 4_000 });
+    try {
+      const first = (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('3.00') })).body.fundingId;
+      // The first funding's transfer executing: it holds the code until it settles.
+      const deadline = Date.now() + 30_000;
+      while ((await ledgerTransfer((await getFunding(first)).transferId))?.status !== 'PROCESSING') {
+        if (Date.now() > deadline) throw new Error('the first transfer never executed');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const second = await waitFinal(
+        (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('4.00') })).body.fundingId,
+      );
+      expect(second).toMatchObject({ status: 'DECLINED', error: { code: '6003' } });
+      expect((await ledgerTransfer(second.transferId))?.executions).toBe(1);
+      expect(await waitFinal(first)).toMatchObject({ status: 'APPROVED' });
+    } finally {
+      await stack.admin.settings({ processingDelayMs: 0 });
+    }
+    expect((await stack.admin.user(user.userId)).balance).toBe('103.00');
+  });
+
   it('an execute with an unknown outcome is reconciled by retrieve, never a second intent', async () => {
     const { code } = await codeFor();
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);

@@ -122,16 +122,42 @@ describe('sandbox transfers', () => {
     expect([stale.status, stale.body.code]).toEqual([401, 'UNAUTHORIZED']);
   });
 
-  it('keeps a CODE transfer to one execution per code: a second intent on the same code cannot execute', async () => {
+  it('keeps a CODE transfer to one execution per code: a second intent on the same code is declined at its execute (200, DECLINED 6003), not refused', async () => {
+    // Contract section 2: CODE_INVALID is a create's refusal, and a declined execution is not an HTTP error. Before,
+    // the second execute answered 400 CODE_INVALID and its intent stayed CREATED: the partner, reading an execute's
+    // 4xx it cannot place as unknown, asked again until it gave up into review.
     const user = await kyc1User();
     const { code } = await admin.cashInCode(user.userId);
     const first = await createTransferCall(sandbox, { type: 'CODE', value: code }, 1);
     const second = await createTransferCall(sandbox, { type: 'CODE', value: code }, 1);
     expect((await executeTransferCall(sandbox, first.body.transferId)).body.status).toBe('APPROVED');
-    const refused = await executeTransferCall(sandbox, second.body.transferId);
-    expect([refused.status, refused.body.code]).toEqual([400, 'CODE_INVALID']);
-    expect((await retrieveTransferCall(sandbox, second.body.transferId)).body.status).toBe('CREATED');
+    const declined = await executeTransferCall(sandbox, second.body.transferId);
+    expect([declined.status, declined.body.status, declined.body.decline?.code]).toEqual([200, 'DECLINED', '6003']);
+    expect((await retrieveTransferCall(sandbox, second.body.transferId)).body).toMatchObject({
+      status: 'DECLINED',
+      decline: { code: '6003' },
+    });
+    // Executed once: a second execute is 409, as for any transfer.
+    expect((await executeTransferCall(sandbox, second.body.transferId)).status).toBe(409);
     expect((await admin.user(user.userId)).balance).toBe('11.00');
+  });
+
+  it('declines the execute of a second intent while the first holds the code (PROCESSING): the code stays the first’s', async () => {
+    await admin.settings({ processingDelayMs: 60_000 });
+    try {
+      const user = await kyc1User();
+      const { code } = await admin.cashInCode(user.userId);
+      const first = await createTransferCall(sandbox, { type: 'CODE', value: code }, 1);
+      const second = await createTransferCall(sandbox, { type: 'CODE', value: code }, 1);
+      expect((await executeTransferCall(sandbox, first.body.transferId)).body.status).toBe('PROCESSING');
+      const declined = await executeTransferCall(sandbox, second.body.transferId);
+      expect([declined.status, declined.body.status, declined.body.decline?.code]).toEqual([200, 'DECLINED', '6003']);
+      await admin.advanceClock(61);
+      expect((await retrieveTransferCall(sandbox, first.body.transferId)).body.status).toBe('APPROVED');
+      expect((await admin.user(user.userId)).balance).toBe('11.00');
+    } finally {
+      await admin.settings({ processingDelayMs: 0 });
+    }
   });
 
   it('executes an intent created with a valid code after the code would have expired: no time limit between create and execute', async () => {
