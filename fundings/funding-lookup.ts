@@ -5,6 +5,8 @@
 // funding and funding_batch tables, offered to the API (docs/architecture.md, reads across
 // capabilities).
 import type { FundingStatus } from '../domain/funding.ts';
+import { Prisma } from '../generated/prisma/client.ts';
+import { unfinishedStatusLiterals } from './funding-record.ts';
 import type { BatchState } from '../domain/funding-batch.ts';
 import { storedAmount, type Amount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
@@ -189,18 +191,31 @@ export async function fundingFacts(database: Database, fundingId: string): Promi
 /**
  * The fundings still holding money on a source (not final: their hold is neither posted nor
  * released), newest first, at most `limit`: a partner user's (`partnerUserId`) or the treasury's
- * (null). Read through the (status, created_at, id) index: only unfinished fundings are looked at.
+ * (null). Read through funding_holding_by_source_idx (migration 20261205220000), which holds only
+ * them by source in (created_at, id) order, the statuses constants in the text so that the planner
+ * can match its predicate: `limit` entries read, however many fundings the source has had. The
+ * order names the source first: for the treasury's (IS NULL, not an equality) only that index
+ * gives it. By (created_at, id) alone, the index of every funding gave it too, and with statistics
+ * taken while a large treasury batch waited the planner reckoned it as cheap, and read the history.
  */
 export async function fundingsHoldingOn(
   database: Database,
   partnerUserId: string | null,
-  unfinished: readonly FundingStatus[],
   limit: number,
 ): Promise<FundingHit[]> {
+  const source =
+    partnerUserId === null
+      ? Prisma.sql`f.source_partner_user_id IS NULL`
+      : Prisma.sql`f.source_partner_user_id = ${partnerUserId}`;
+  // The order is the columns' (f.id a uuid), not the text id the statement answers.
+  const ids = await database.$queryRaw<Array<{ id: string }>>`
+    SELECT f.id::text AS id FROM funding f
+    WHERE f.status IN (${unfinishedStatusLiterals}) AND ${source}
+    ORDER BY f.source_partner_user_id DESC, f.created_at DESC, f.id DESC LIMIT ${limit}`;
+  if (ids.length === 0) return [];
   const rows = await database.funding.findMany({
-    where: { status: { in: [...unfinished] }, sourcePartnerUserId: partnerUserId },
+    where: { id: { in: ids.map((row) => row.id) } },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-    take: limit,
     select: hitColumns,
   });
   return rows.map(hitOf);

@@ -216,11 +216,12 @@ export async function announceFundings(tx: Prisma.TransactionClient, fundingIds:
 }
 
 /**
- * The statuses of the sweep's candidates, as literals: the partial index funding_sweep_candidates_idx
- * says the same list (test/integration/sweep-candidates.test.ts holds the two together), and a
- * query serves from it only when its own condition says it in constants.
+ * The statuses of a funding not final, as literals: the partial indexes funding_sweep_candidates_idx
+ * (the sweep's candidates) and funding_holding_by_source_idx (the fundings holding money on a source)
+ * say the same list (test/integration/sweep-candidates.test.ts holds them together), and a query
+ * serves from one only when its own condition says it in constants.
  */
-const sweepCandidateStatuses = statusLiterals(unfinishedFundingStatuses);
+export const unfinishedStatusLiterals = statusLiterals(unfinishedFundingStatuses);
 
 /** The final statuses as SQL literals, from the transition table (domain/funding.ts): for queries written in SQL. */
 export const finalStatusLiterals = statusLiterals(finalFundingStatuses);
@@ -499,7 +500,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       // items waiting their turn (the batch's to start, not stuck), however many those are.
       const rows = await database.$queryRaw<Array<{ id: string }>>`
         SELECT id FROM funding
-        WHERE status IN (${sweepCandidateStatuses}) AND (status <> 'PENDING' OR batch_id IS NULL)
+        WHERE status IN (${unfinishedStatusLiterals}) AND (status <> 'PENDING' OR batch_id IS NULL)
           AND owner_seen_at < ${idleSince} ${previousReleaseChunkIdle(idleSince)} ${fromCursor}
         ORDER BY created_at, id LIMIT ${limit}`;
       return byIdsInOrder(rows.map((row) => row.id));

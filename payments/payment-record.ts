@@ -223,12 +223,13 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       limit: number;
     }): Promise<Payment[]> {
       const fromCursor = after
-        ? Prisma.sql`AND (created_at, id) > (${after.createdAt}, ${after.id}::uuid)`
+        ? Prisma.sql`AND (p.created_at, p.id) > (${after.createdAt}, ${after.id}::uuid)`
         : Prisma.empty;
+      // The order is the columns' (p.id a uuid), not the text id the statement answers.
       const rows = await database.$queryRaw<Array<{ id: string }>>`
-        SELECT id::text AS id FROM payment
-        WHERE status IN ('PENDING', 'CREATING', 'EXECUTING') AND created_at < ${createdBefore} ${fromCursor}
-        ORDER BY created_at, id LIMIT ${limit}`;
+        SELECT p.id::text AS id FROM payment p
+        WHERE p.status IN ('PENDING', 'CREATING', 'EXECUTING') AND p.created_at < ${createdBefore} ${fromCursor}
+        ORDER BY p.created_at, p.id LIMIT ${limit}`;
       if (rows.length === 0) return [];
       return database.payment.findMany({
         where: { id: { in: rows.map((row) => row.id) } },

@@ -8,7 +8,7 @@
 // pushed (a live region), and the download link once it is done.
 import { randomUUID } from 'node:crypto';
 import type { Response, Router } from 'express';
-import { idempotencyKeySchema, unfinishedFundingStatuses } from '../../domain/funding.ts';
+import { idempotencyKeySchema } from '../../domain/funding.ts';
 import {
   accountOfPathSegment,
   createAdjustmentSchema,
@@ -256,7 +256,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     const cursor = queryText(req, 'cursor', 64);
     const validCursor = cursor !== undefined && isEntriesCursor(cursor) ? cursor : undefined;
     const holds = isAdjustableAccount(account)
-      ? fundingsHoldingOn(deps.database, partnerUserId, unfinishedFundingStatuses, HOLDS_SHOWN)
+      ? fundingsHoldingOn(deps.database, partnerUserId, HOLDS_SHOWN)
       : Promise.resolve(null);
     const [view, currencies, entries, holding] = await Promise.all([
       deps.ledger.account(deps.database, account, acceptedCurrency),

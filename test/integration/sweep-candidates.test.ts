@@ -9,7 +9,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { unfinishedFundingStatuses } from '../../domain/funding.ts';
+import { isFinalPaymentStatus, paymentStatuses, reviewStatus } from '../../domain/payment.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
+import { fundingsHoldingOn } from '../../fundings/funding-lookup.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { recordingDatabase, rowsExamined } from '../../harness/query-plans.ts';
 import { dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
@@ -149,5 +151,79 @@ describe('the sweep’s payments', () => {
       after = { createdAt: page.at(-1)!.createdAt, id: page.at(-1)!.id };
     }
     expect(seen.sort()).toEqual(inFlight.map((row) => row.id).sort());
+  });
+});
+
+describe('the sweep’s payments, by their statuses', () => {
+  it('are the statuses the partial index says: the payment statuses neither final nor in review', async () => {
+    const { rows } = await client.query<{ indexdef: string }>({
+      text: `SELECT indexdef FROM pg_indexes WHERE indexname = 'payment_sweep_candidates_idx'`,
+    });
+    const listed = [
+      ...(rows[0]?.indexdef.match(/status = ANY \(ARRAY\[(.*?)\]\)/)?.[1] ?? '').matchAll(/'([A-Z_]+)'/g),
+    ].map((match) => match[1]);
+    const swept = paymentStatuses.filter((status) => !isFinalPaymentStatus(status) && status !== reviewStatus);
+    expect(listed.sort()).toEqual([...swept].sort());
+  });
+});
+
+describe('the fundings holding money on a source (the console’s account page)', () => {
+  it('are read `limit` entries at a time, however many fundings ended since the statistics were taken', async () => {
+    // Found by a read of the statements whose bound was the planner's choice: read by status, with statistics taken
+    // while a large treasury batch waited, the planner walked (created_at, id) backwards through every funding newer
+    // than the last one holding money. Here the statistics are taken with the running batch's 20,000 items waiting;
+    // then 20,000 treasury fundings and 5,000 of a partner user's are stored and end, newer than any still holding.
+    await client.query({ text: 'ANALYZE funding' });
+    const partnerUserId = `holder-${randomUUID()}`;
+    const holding: string[] = [];
+    for (const status of ['CREATING', 'NEEDS_REVIEW', 'PENDING']) {
+      const id = randomUUID();
+      await client.query({
+        text: `INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, cash_in_code_masked, currency, amount, source_partner_user_id, created_at, owner_seen_at, updated_at)
+               VALUES ($1::uuid, $1::text, $2, $1::text, $3::"FundingStatus", 'CODE', '*****12', 'PHP', 1, $4, now() - interval '90 minutes', now(), now())`,
+        values: [id, '0'.repeat(64), status, partnerUserId],
+      });
+      holding.push(id);
+    }
+    for (const [source, count] of [
+      [null, 20_000],
+      [partnerUserId, 5_000],
+    ] as const) {
+      await client.query({
+        text: `INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, cash_in_code_masked, currency, amount, source_partner_user_id, created_at, owner_seen_at, updated_at)
+               SELECT gen_random_uuid(), $1::text || g, $2, 'w-' || $1::text || g, 'APPROVED', 'CODE', '*****12', 'PHP', 1, $3, now() - interval '30 minutes' + g * interval '1 millisecond', now(), now()
+               FROM generate_series(1, $4::int) g`,
+        values: [`ended-${randomUUID()}-`, '0'.repeat(64), source, count],
+      });
+    }
+    for (const [source, expected] of [
+      [null, null],
+      [partnerUserId, holding],
+    ] as const) {
+      recording.statements.length = 0;
+      const hits = await fundingsHoldingOn(recording.database, source, 20);
+      for (const statement of recording.statements) {
+        expect(
+          await rowsExamined(client, statement, 'funding'),
+          `${source ?? 'TREASURY'}: ${statement.text.replace(/\s+/g, ' ').slice(0, 200)}`,
+        ).toBeLessThanOrEqual(40);
+      }
+      if (expected) expect(hits.map((hit) => hit.fundingId).sort()).toEqual([...expected].sort());
+      else {
+        // The treasury's: the fundings in flight of the file (newest first), then the running batch's waiting items.
+        expect(hits).toHaveLength(20);
+        expect(hits.map((hit) => hit.status).every((status) => status !== 'APPROVED')).toBe(true);
+      }
+    }
+  });
+
+  it('are the statuses the partial index says, as the sweep’s candidates are', async () => {
+    const { rows } = await client.query<{ indexdef: string }>({
+      text: `SELECT indexdef FROM pg_indexes WHERE indexname = 'funding_holding_by_source_idx'`,
+    });
+    const listed = [
+      ...(rows[0]?.indexdef.match(/status = ANY \(ARRAY\[(.*?)\]\)/)?.[1] ?? '').matchAll(/'([A-Z_]+)'/g),
+    ].map((match) => match[1]);
+    expect(listed.sort()).toEqual([...unfinishedFundingStatuses].sort());
   });
 });
