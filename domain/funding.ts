@@ -162,6 +162,7 @@ export const fundingErrorMessages: Record<string, string> = {
   '6001': 'The recipient wallet has reached its limit.',
   '6002': 'The recipient wallet account is blocked.',
   '6051': 'The partner funding wallet has insufficient balance.',
+  '6003': 'The cash-in code was used by another transfer. Ask the user to generate a new code in the wallet app.',
   REAUTH_REQUIRED: 'The user must link their wallet again before they can be funded.',
   USER_TOKEN_INVALID: 'The wallet refused the user’s authorization. Ask the user to link their wallet again.',
   LINK_NOT_USABLE: 'The linked wallet account is no longer usable.',

@@ -169,7 +169,10 @@ describe('funding paths', () => {
       const second = await waitFinal(
         (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('4.00') })).body.fundingId,
       );
-      expect(second).toMatchObject({ status: 'DECLINED', error: { code: '6003' } });
+      expect(second).toMatchObject({
+        status: 'DECLINED',
+        error: { code: '6003', message: expect.stringMatching(/new code/) },
+      });
       expect((await ledgerTransfer(second.transferId))?.executions).toBe(1);
       expect(await waitFinal(first)).toMatchObject({ status: 'APPROVED' });
     } finally {
