@@ -155,6 +155,26 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     }
   }
 
+  /** The describes of runs' workflows under way in this process, by run. */
+  const describing = new Map<string, Promise<'running' | 'closed' | 'missing'>>();
+  /**
+   * A run's workflow as Temporal holds it, within DESCRIBE_TIMEOUT_MS (one it cannot describe now counts as running):
+   * one describe of a run at a time, which the requests that ask meanwhile share. Before, each request of a burst
+   * described every run holding a place, 20 GETs 40 describes at once, and on a loaded machine those that timed out
+   * kept their places: 503 with the runs given up by the others.
+   */
+  function workflowStateOf(run: SettlementRun): Promise<'running' | 'closed' | 'missing'> {
+    let state = describing.get(run.id);
+    if (!state) {
+      state = workflowRunState(deps.temporal, settlementWorkflowId(run.date, run.id), DESCRIBE_TIMEOUT_MS)
+        .then((answer) => answer.state)
+        .catch(() => 'running' as const)
+        .finally(() => describing.delete(run.id));
+      describing.set(run.id, state);
+    }
+    return state;
+  }
+
   /**
    * Of the runs that fill every place, those that hold one with no workflow at work on them are given up, so the day
    * they are of runs again at its next request: a workflow that closed without finishing its run, or one never started
@@ -165,9 +185,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   async function freePlaces(open: SettlementRun[], startedAWhileAgo: ReadonlySet<string>): Promise<boolean> {
     const freed = await Promise.all(
       open.map(async (run) => {
-        const state = await workflowRunState(deps.temporal, settlementWorkflowId(run.date, run.id), DESCRIBE_TIMEOUT_MS)
-          .then((answer) => answer.state)
-          .catch(() => 'running' as const);
+        const state = await workflowStateOf(run);
         if (state === 'running' || (state === 'missing' && !startedAWhileAgo.has(run.id))) return false;
         // Not RUNNING any more: another request of the same burst gave it up first, or it ended. Its place is free all
         // the same (before: this request answered 503 with a place free).
