@@ -189,17 +189,18 @@ export function createSettlementRuns(database: Database) {
   > =>
     database.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended('walletflow:settlement-run-start', 0))`;
-      const open = (
-        await tx.$queryRaw<RunRow[]>`
-          SELECT ${runColumns} FROM settlement_run WHERE state = 'RUNNING' ORDER BY created_at, id`
-      ).map(runOf);
+      // With those begun over a minute ago by the database's clock (a workflow Temporal has never seen is a refused
+      // start), in the same statement: a second one would see a run another request gave up meanwhile as not RUNNING
+      // (READ COMMITTED reads each statement's own snapshot), leave it out, and that run's place would be kept.
+      const running = await tx.$queryRaw<Array<RunRow & { a_while_ago: boolean }>>`
+        SELECT ${runColumns}, created_at < now() - interval '1 minute' AS a_while_ago
+        FROM settlement_run WHERE state = 'RUNNING' ORDER BY created_at, id`;
+      const open = running.map(runOf);
       const current = open.find((run) => run.date === input.date);
       if (current) return { kind: 'running' as const, run: current };
       if (open.length >= maxRunning) {
-        // Those begun over a minute ago by the database's clock: a workflow Temporal has never seen is a refused start.
-        const earlier = await tx.$queryRaw<Array<{ id: string }>>`
-          SELECT id::text AS id FROM settlement_run WHERE state = 'RUNNING' AND created_at < now() - interval '1 minute'`;
-        return { kind: 'full' as const, running: open, startedAWhileAgo: new Set(earlier.map((row) => row.id)) };
+        const startedAWhileAgo = new Set(running.filter((row) => row.a_while_ago).map((row) => row.id));
+        return { kind: 'full' as const, running: open, startedAWhileAgo };
       }
       const rows = await tx.$queryRaw<RunRow[]>`
         INSERT INTO settlement_run (id, date, number, time_zone, whole_day, requested_by)
