@@ -26,7 +26,7 @@ import {
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { startFundBatch } from '../workflows/fund-batch.contract.ts';
 import { LANE_COUNT, laneWorkflowId, startFundLane } from '../workflows/fund-lane.contract.ts';
-import { readFrom, type SweepMarks } from '../fundings/sweep-marks.ts';
+import { readFrom, type SweepMarks, type SweepRound } from '../fundings/sweep-marks.ts';
 import { isRateLimited, isWalletTransient, walletRetry } from './wallet-retry.ts';
 import {
   MAX_SWEEP_LISTED,
@@ -417,6 +417,67 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
   }
 
   /**
+   * One sweep's share of the FAILED re-check's round (`round`, as the mark holds it): the FAILED fundings with a
+   * transfer updated since the round's mark (less its margin), oldest update first from the round's position, each
+   * asked of the wallet, until the budget is spent (at least a page) or the last is asked: then the round is over, and
+   * its mark moves to now, or to the oldest it could not ask about (a 5xx, no answer), which the next round asks again.
+   * After a 429 the wallet is asked nothing more in this sweep, and the next reads on from that funding. Before, each
+   * attempt asked every one from the first: an incident's thousands took more than the attempt's five minutes, every
+   * attempt began again, and the repairs after it never ran.
+   */
+  async function recheckFailedRound(
+    round: SweepRound,
+    now: Date,
+    limit: number,
+    windowSeconds: number | undefined,
+    tally: SweepTally,
+  ): Promise<void> {
+    const since = readFrom(round.through, new Date(now.getTime() - (windowSeconds ?? DAY_SECONDS) * 1000));
+    const until = Date.now() + passBudget;
+    let position = round.afterRow;
+    let unaskedSince = round.unaskedSince;
+    let unasked = 0;
+    let rateLimited = false;
+    for (;;) {
+      const page = await fundings.listFailedWithTransfer({ since, after: position, limit });
+      for (const funding of page) {
+        stopIfCancelled();
+        if (funding.transferId) {
+          try {
+            await recheckFailed({ ...funding, transferId: funding.transferId }, tally);
+          } catch (error) {
+            if (!isWalletTransient(error)) throw error;
+            if (error instanceof ApplicationFailure && isRateLimited(error)) {
+              rateLimited = true;
+              break;
+            }
+            unasked += 1;
+            if (!unaskedSince || funding.updatedAt < unaskedSince) unaskedSince = funding.updatedAt;
+          }
+        }
+        position = { at: funding.updatedAt, id: funding.id };
+        heartbeat();
+      }
+      if (rateLimited || (page.length === limit && Date.now() >= until)) {
+        if (position) await marks.keepRowPosition('failed-recheck', position, unaskedSince, round.through);
+        if (rateLimited || unasked > 0)
+          logger.warn(
+            { unasked, rateLimited },
+            'FAILED fundings the wallet could not be asked about now: asked again by the next sweep or round',
+          );
+        return;
+      }
+      if (page.length < limit) break;
+    }
+    await marks.advance('failed-recheck', unaskedSince && unaskedSince < now ? unaskedSince : now);
+    if (unasked > 0)
+      logger.warn(
+        { unasked, rateLimited },
+        'FAILED fundings the wallet could not be asked about now: asked again next round',
+      );
+  }
+
+  /**
    * One sweep's share of the round over every hold (`round`, as the mark holds it): from its position (or the first
    * hold), a page of a range at a time, each range beginning at the next id a transaction took, until the budget is
    * spent (at least one page) or the last hold is read: then the round is over, and its mark is `now`.
@@ -468,40 +529,9 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         }
       }
       // FAILED fundings that had a transfer, each asked of the wallet again in the sweeps of the hour after it failed
-      // (from the pass's mark, fundings/sweep-marks.ts), not in every sweep of a day. One the wallet cannot answer now
-      // (a 5xx, no answer) is asked again next sweep; after a 429 the wallet is asked nothing more in this pass. The
-      // mark moves only up to the first funding left unasked, and the sweep goes on with its other repairs.
-      const failedSince = readFrom(
-        await marks.through('failed-recheck'),
-        new Date(now.getTime() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000),
-      );
-      let unasked = null as { count: number; oldest: Date } | null;
-      let rateLimited = false;
-      for await (const funding of everyRow((after) =>
-        fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }),
-      )) {
-        stopIfCancelled();
-        const leftUnasked = () => {
-          unasked = {
-            count: (unasked?.count ?? 0) + 1,
-            oldest: unasked && unasked.oldest < funding.updatedAt ? unasked.oldest : funding.updatedAt,
-          };
-        };
-        if (rateLimited) leftUnasked();
-        else if (funding.transferId)
-          await recheckFailed({ ...funding, transferId: funding.transferId }, tally).catch((error: unknown) => {
-            if (!isWalletTransient(error)) throw error;
-            rateLimited = error instanceof ApplicationFailure && isRateLimited(error);
-            leftUnasked();
-          });
-        heartbeat();
-      }
-      await marks.advance('failed-recheck', unasked && unasked.oldest < now ? unasked.oldest : now);
-      if (unasked)
-        logger.warn(
-          { unasked: unasked.count, rateLimited },
-          'FAILED fundings the wallet could not be asked about now: asked again next sweep',
-        );
+      // (from the pass's mark, fundings/sweep-marks.ts), not in every sweep of a day: a round at a time, for the pass's
+      // budget a sweep (recheckFailedRound).
+      await recheckFailedRound(await marks.roundOf('failed-recheck'), now, limit, input.recheckFailedSeconds, tally);
       for await (const payment of everyRow((after) =>
         payments.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }),
       )) {

@@ -36,6 +36,7 @@ import { sourcesOf } from '../domain/transitions.ts';
 import { inAdmissionLane } from '../lib/admission.ts';
 import { inIndexOrder, type Database } from '../lib/database.ts';
 import { readListPage, readPastCursor, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
+import type { RowPosition } from './sweep-marks.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { resealColumn, type RotationCount } from '../links/token-rotation.ts';
@@ -541,19 +542,40 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     },
 
     /**
-     * FAILED fundings that had a transfer, finished since `since`, a page at a time: the sweep checks none executed
-     * after all.
+     * FAILED fundings that had a transfer, finished since `since`, oldest update first from `after` on, a page at a
+     * time: the sweep checks none executed after all. Through funding_failed_with_transfer_idx (migration
+     * 20261205230100), its predicate in constants; the order is the columns' (f.id a uuid).
      */
-    listFailedWithTransfer: ({ since, after, limit }: { since: Date; after?: SweepCursor; limit: number }) =>
-      readPastCursor(
-        {
-          where: { status: 'FAILED' as const, transferId: { not: null }, updatedAt: { gte: since } },
-          order: 'asc',
-          after,
-          take: limit,
-        },
-        (read) => database.funding.findMany(read),
-      ),
+    async listFailedWithTransfer({
+      since,
+      after,
+      limit,
+    }: {
+      since: Date;
+      after?: RowPosition | null;
+      limit: number;
+    }): Promise<Funding[]> {
+      const fromPosition = after
+        ? Prisma.sql`AND (f.updated_at, f.id) > (${after.at}, ${after.id}::uuid)`
+        : Prisma.empty;
+      const rows = await database.$queryRaw<Array<{ id: string; updatedAt: Date }>>`
+        SELECT f.id::text AS id, f.updated_at AS "updatedAt" FROM funding f
+        WHERE f.status = 'FAILED' AND f.transfer_id IS NOT NULL AND f.updated_at >= ${since} ${fromPosition}
+        ORDER BY f.updated_at, f.id LIMIT ${limit}`;
+      if (rows.length === 0) return [];
+      const found = new Map(
+        (await database.funding.findMany({ where: { id: { in: rows.map((row) => row.id) } } })).map((row) => [
+          row.id,
+          row,
+        ]),
+      );
+      // In the page's order, each with the updated_at the page read (the position the sweep keeps): a row written
+      // again meanwhile is asked about as it is now, and the next page still follows this one.
+      return rows.flatMap((row) => {
+        const funding = found.get(row.id);
+        return funding ? [{ ...funding, updatedAt: row.updatedAt }] : [];
+      });
+    },
 
     /** The funding's cash-in code in clear, for the create call only; null when it has none. */
     cashInCodeOf(funding: Pick<Funding, 'id' | 'cashInCodeEncrypted'>): string | null {

@@ -3,8 +3,9 @@
 // and moves its mark once it has seen all of them: so each funding is looked at in the sweeps of the
 // hour after it finished, not in every sweep of a day (a day of 100,000 fundings read again every
 // five minutes), and a sweep that did not run for hours (Temporal down, workers stopped) takes up
-// from where the last one stopped, as far back as the pass looks at all (a day). The pass over every hold also keeps
-// its position within a round (the last ledger transaction id read through), so that the next sweep reads on from it.
+// from where the last one stopped, as far back as the pass looks at all (a day). The pass over every hold and the
+// FAILED re-check also keep their position within a round (the last ledger transaction id read through; the last
+// funding gone past, with the oldest not asked about), so that the next sweep reads on from it.
 import type { Database } from '../lib/database.ts';
 
 /**
@@ -30,16 +31,36 @@ export interface SweepMarks {
    */
   advance(pass: SweepPass, through: Date): Promise<void>;
   /**
-   * The pass's round under way: the mark it began from (null before any) and the ledger transaction id it has read
-   * through (null: none under way, it begins at the first).
+   * The pass's round under way: the mark it began from (null before any), the ledger transaction id it has read
+   * through (the pass over every hold; null: none under way, it begins at the first), and the funding it has gone past
+   * with the oldest it could not ask about (the FAILED re-check; null: it begins at the first).
    */
-  roundOf(pass: SweepPass): Promise<{ through: Date | null; afterId: bigint | null }>;
+  roundOf(pass: SweepPass): Promise<SweepRound>;
   /**
    * The round begun from mark `round` has read through `afterId`: the next sweep reads on from it. Nothing is kept if
    * another sweep (one by hand beside the schedule's, an attempt cut off still running) has ended the round meanwhile:
    * its position would make the next round begin past the holds before it.
    */
   keepPosition(pass: SweepPass, afterId: bigint, round: Date | null): Promise<void>;
+  /**
+   * The FAILED re-check's round begun from mark `round` has gone past `after` (a funding, by its updated_at and id),
+   * and could not ask the wallet about the fundings since `unaskedSince` (null: it asked every one): kept on the same
+   * terms as `keepPosition`.
+   */
+  keepRowPosition(pass: SweepPass, after: RowPosition, unaskedSince: Date | null, round: Date | null): Promise<void>;
+}
+
+/** A funding a pass has gone past: its updated_at (milliseconds, as stored) and id. */
+export interface RowPosition {
+  at: Date;
+  id: string;
+}
+
+export interface SweepRound {
+  through: Date | null;
+  afterId: bigint | null;
+  afterRow: RowPosition | null;
+  unaskedSince: Date | null;
 }
 
 export function createSweepMarks(database: Database): SweepMarks {
@@ -50,11 +71,17 @@ export function createSweepMarks(database: Database): SweepMarks {
     async advance(pass, through) {
       await database.$executeRaw`
         INSERT INTO sweep_mark (pass, through) VALUES (${pass}, ${through})
-        ON CONFLICT (pass) DO UPDATE SET through = GREATEST(sweep_mark.through, EXCLUDED.through), after_id = NULL`;
+        ON CONFLICT (pass) DO UPDATE SET through = GREATEST(sweep_mark.through, EXCLUDED.through), after_id = NULL,
+          after_at = NULL, after_key = NULL, unasked_since = NULL`;
     },
     async roundOf(pass) {
       const row = await database.sweepMark.findUnique({ where: { pass } });
-      return { through: row?.through ?? null, afterId: row?.afterId ?? null };
+      return {
+        through: row?.through ?? null,
+        afterId: row?.afterId ?? null,
+        afterRow: row?.afterAt && row.afterKey ? { at: row.afterAt, id: row.afterKey } : null,
+        unaskedSince: row?.unaskedSince ?? null,
+      };
     },
     async keepPosition(pass, afterId, round) {
       // A pass that never ended a round has no mark yet: the epoch, which is as good as none (through's docs).
@@ -62,6 +89,15 @@ export function createSweepMarks(database: Database): SweepMarks {
       await database.$executeRaw`
         INSERT INTO sweep_mark (pass, through, after_id) VALUES (${pass}, ${begunFrom}, ${afterId})
         ON CONFLICT (pass) DO UPDATE SET after_id = EXCLUDED.after_id WHERE sweep_mark.through = EXCLUDED.through`;
+    },
+    async keepRowPosition(pass, after, unaskedSince, round) {
+      const begunFrom = round ?? new Date(0);
+      await database.$executeRaw`
+        INSERT INTO sweep_mark (pass, through, after_at, after_key, unasked_since)
+        VALUES (${pass}, ${begunFrom}, ${after.at}, ${after.id}::uuid, ${unaskedSince})
+        ON CONFLICT (pass) DO UPDATE SET after_at = EXCLUDED.after_at, after_key = EXCLUDED.after_key,
+          unasked_since = EXCLUDED.unasked_since
+        WHERE sweep_mark.through = EXCLUDED.through`;
     },
   };
 }

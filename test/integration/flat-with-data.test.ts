@@ -138,9 +138,9 @@ describe('flat with data', () => {
         values: ['1'],
       });
       expect(balanced.map((scan) => scan.index)).toContain('ledger_entry_transaction_id_idx');
-      // The sweep's recent FAILED fundings: by (status, updated_at), not every FAILED one.
-      const failed = planned.find((each) => /FROM "public"\."funding" WHERE .*"updated_at" >=/.test(each.text));
-      expect(failed?.scans.map((scan) => scan.index)).toContain('funding_status_updated_at_idx');
+      // The sweep's recent FAILED fundings: the FAILED ones with a transfer by update, not every FAILED one.
+      const failed = planned.find((each) => /FROM funding f\s+WHERE f\.status = 'FAILED'/.test(each.text));
+      expect(failed?.scans.map((scan) => scan.index)).toContain('funding_failed_with_transfer_idx');
     } finally {
       await recording.close();
     }

@@ -399,6 +399,42 @@ describe('the sweep’s FAILED re-checks', () => {
     await sweep();
     expect(await retrievesOf(transferId, 'ok')).toBe(1);
   }, 60_000);
+
+  it('an incident’s FAILED fundings are asked over several sweeps, oldest update first, each from where the last stopped: none twice in the round, none skipped', async () => {
+    // Found by a read: each attempt asked every FAILED funding of the window from the first, in creation order; an
+    // incident's thousands took more than the attempt's five minutes, every attempt began again, the mark never moved
+    // and the repairs after the pass never ran. Here each sweep's budget is spent at once: a page of one a sweep.
+    await stack.database.sweepMark.deleteMany();
+    // Failed 23, 22 and 21 hours ago: the oldest of the file's FAILED fundings in the day the pass looks at.
+    const transfers: string[] = [];
+    for (const hours of [23, 22, 21]) transfers.push(await failedWithTransfer(hours * 3_600_000));
+    const asked = async () => Promise.all(transfers.map((transferId) => retrievesOf(transferId)));
+    const sweepOnce = () =>
+      new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(
+        activitiesOfStack({ sweepPassBudgetMs: 0 }).sweepStuckFundings,
+        { olderThanSeconds: 600, limit: 1 },
+      );
+    await sweepOnce();
+    expect(await asked()).toEqual([1, 0, 0]);
+    const kept = await stack.database.sweepMark.findUnique({ where: { pass: 'failed-recheck' } });
+    expect(kept).toMatchObject({ afterAt: expect.any(Date), afterKey: expect.any(String) });
+    await sweepOnce();
+    expect(await asked()).toEqual([1, 1, 0]);
+    await sweepOnce();
+    expect(await asked()).toEqual([1, 1, 1]);
+    // The file's other FAILED fundings, a sweep each, then the round is over: its mark moves and its position is gone.
+    for (let sweeps = 0; sweeps < 50; sweeps += 1) {
+      const mark = await stack.database.sweepMark.findUnique({ where: { pass: 'failed-recheck' } });
+      if (mark && mark.afterAt === null && mark.through > new Date(Date.now() - 60_000)) break;
+      await sweepOnce();
+    }
+    expect(await stack.database.sweepMark.findUnique({ where: { pass: 'failed-recheck' } })).toMatchObject({
+      afterAt: null,
+      afterKey: null,
+      through: expect.any(Date),
+    });
+    expect(await asked()).toEqual([1, 1, 1]);
+  }, 120_000);
 });
 
 describe('the sweep’s pass over every hold', () => {
