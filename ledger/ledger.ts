@@ -526,14 +526,7 @@ export function createLedger(options: LedgerOptions = {}) {
     },
 
     /** The currencies an account has a row in (none: it never had an entry). */
-    async currenciesOf(database: Database, account: string): Promise<string[]> {
-      const rows = await database.ledgerAccount.findMany({
-        where: { account },
-        select: { currency: true },
-        orderBy: { currency: 'asc' },
-      });
-      return rows.map((row) => row.currency);
-    },
+    currenciesOf: accountCurrencies,
   };
 }
 
@@ -594,19 +587,39 @@ const entryDetail = (entry: EntryRow & { transaction: TransactionRow }): LedgerE
   reason: entry.transaction.reason,
 });
 
+/** The currencies an account has a row in (none: it never had an entry). */
+async function accountCurrencies(database: Database, account: string): Promise<string[]> {
+  const rows = await database.ledgerAccount.findMany({
+    where: { account },
+    select: { currency: true },
+    orderBy: { currency: 'asc' },
+  });
+  return rows.map((row) => row.currency);
+}
+
 async function entryPage(
   database: Database,
   query: EntriesQuery,
 ): Promise<{ items: LedgerEntryDetail[]; nextCursor: string | null }> {
   const before = query.cursor ? BigInt(Buffer.from(query.cursor, 'base64url').toString('utf8')) : null;
-  const rows = await database.ledgerEntry.findMany({
-    where: {
-      ...(query.account ? { account: query.account, ...(query.currency ? { currency: query.currency } : {}) } : {}),
-      ...(before !== null ? { id: { lt: before } } : {}),
-    },
-    orderBy: { id: 'desc' },
-    take: query.limit + 1,
-  });
+  const read = (where: Prisma.LedgerEntryWhereInput) =>
+    database.ledgerEntry.findMany({
+      where: { ...where, ...(before !== null ? { id: { lt: before } } : {}) },
+      orderBy: { id: 'desc' },
+      take: query.limit + 1,
+    });
+  // An account's entries are read a currency at a time, each through the (account, currency, id) index in its order,
+  // then merged: without its currency the planner walked every entry by id from the newest until it found the
+  // account's, the whole ledger for an account whose entries are old.
+  const currencies = query.account && !query.currency ? await accountCurrencies(database, query.account) : [];
+  const rows = !query.account
+    ? await read({})
+    : query.currency
+      ? await read({ account: query.account, currency: query.currency })
+      : (await Promise.all(currencies.map((currency) => read({ account: query.account, currency }))))
+          .flat()
+          .sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+          .slice(0, query.limit + 1);
   const page = rows.slice(0, query.limit);
   const transactions = await database.ledgerTransaction.findMany({
     where: { id: { in: [...new Set(page.map((entry) => entry.transactionId))] } },

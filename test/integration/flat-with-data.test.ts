@@ -321,6 +321,33 @@ describe('flat with data', () => {
     }
   });
 
+  it('reads an account’s entries without a currency a currency at a time, each from the (account, currency, id) index: a page examines its rows, not every newer entry', async () => {
+    const recording = recordingDatabase(databaseUrl);
+    try {
+      // A user whose entries are among the oldest (its opening balance, the day before the history) and few.
+      const { account } = (
+        await explainer.query<{ account: string }>(
+          `SELECT e.account FROM ledger_entry e WHERE e.account LIKE 'USER:%' GROUP BY e.account ORDER BY max(e.id) LIMIT 1`,
+        )
+      ).rows[0]!;
+      const expected = (
+        await explainer.query<{ id: string }>(
+          `SELECT id::text AS id FROM ledger_entry WHERE account = $1 ORDER BY id DESC LIMIT 5`,
+          [account],
+        )
+      ).rows.map((row) => row.id);
+      recording.statements.splice(0);
+      const page = await createLedger().entries(recording.database, { account, limit: 5 });
+      expect(page.items.map((entry) => entry.entryId)).toEqual(expected);
+      // Before (no currency, as GET /ops/ledger/entries?account= sends it): every entry of the account, sorted (46
+      // here), or every entry from the newest by id until the account's newest five, as the planner chose.
+      for (const statement of recording.statements.filter((each) => /"ledger_entry"/.test(each.text)))
+        expect(await rowsExamined(explainer, statement, 'ledger_entry'), statement.text).toBeLessThanOrEqual(6);
+    } finally {
+      await recording.close();
+    }
+  });
+
   // After the pages by status above: its 3,000 PENDING items would change their plans.
   it('reads a batch runner’s next items a page at a time from its cursor: each read examines a page of rows, not the batch’s every item', async () => {
     const recording = recordingDatabase(databaseUrl);
