@@ -419,8 +419,9 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
   /**
    * One sweep's share of the FAILED re-check's round (`round`, as the mark holds it): the FAILED fundings with a
    * transfer updated since the round's mark (less its margin), oldest update first from the round's position, each
-   * asked of the wallet, until the budget is spent (at least a page) or the last is asked: then the round is over, and
-   * its mark moves to now, or to the oldest it could not ask about (a 5xx, no answer), which the next round asks again.
+   * asked of the wallet, until the budget is spent (at least one funding; it is looked at before each) or the last is
+   * asked, the position kept after each page and when it stops: then the round is over, and its mark moves to when it
+   * began, or to the oldest it could not ask about (a 5xx, no answer) if older, which the next round asks again.
    * After a 429 the wallet is asked nothing more in this sweep, and the next reads on from that funding. Before, each
    * attempt asked every one from the first: an incident's thousands took more than the attempt's five minutes, every
    * attempt began again, and the repairs after it never ran.
@@ -435,46 +436,48 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     const since = readFrom(round.through, new Date(now.getTime() - (windowSeconds ?? DAY_SECONDS) * 1000));
     const until = Date.now() + passBudget;
     let position = round.afterRow;
-    let unaskedSince = round.unaskedSince;
+    // How far the round's mark may move when it ends: to when the round began (a round of many sweeps: a FAILED
+    // funding written late, or stamped by a host's clock behind the database's, just behind the position is then read
+    // again within the next round's margin), or to the oldest funding it could not ask about, if older.
+    let markAtMost = round.afterRow ? (round.unaskedSince ?? round.through ?? now) : now;
     let unasked = 0;
-    let rateLimited = false;
+    let done = 0;
+    const keep = async (rateLimited: boolean) => {
+      if (position) await marks.keepRowPosition('failed-recheck', position, markAtMost, round.through);
+      if (rateLimited || unasked > 0)
+        logger.warn(
+          { unasked, rateLimited },
+          'FAILED fundings the wallet could not be asked about now: asked again by the next sweep or round',
+        );
+    };
     for (;;) {
       const page = await fundings.listFailedWithTransfer({ since, after: position, limit });
       for (const funding of page) {
         stopIfCancelled();
+        // The budget, looked at before each funding (a slow wallet's page could take the attempt's five minutes).
+        if (done > 0 && Date.now() >= until) return keep(false);
         if (funding.transferId) {
           try {
             await recheckFailed({ ...funding, transferId: funding.transferId }, tally);
           } catch (error) {
             if (!isWalletTransient(error)) throw error;
-            if (error instanceof ApplicationFailure && isRateLimited(error)) {
-              rateLimited = true;
-              break;
-            }
+            // Asked nothing more in this sweep; the next reads on from this funding.
+            if (error instanceof ApplicationFailure && isRateLimited(error)) return keep(true);
             unasked += 1;
-            if (!unaskedSince || funding.updatedAt < unaskedSince) unaskedSince = funding.updatedAt;
+            if (funding.updatedAt < markAtMost) markAtMost = funding.updatedAt;
           }
         }
         position = { at: funding.updatedAt, id: funding.id };
+        done += 1;
         heartbeat();
       }
-      if (rateLimited || (page.length === limit && Date.now() >= until)) {
-        if (position) await marks.keepRowPosition('failed-recheck', position, unaskedSince, round.through);
-        if (rateLimited || unasked > 0)
-          logger.warn(
-            { unasked, rateLimited },
-            'FAILED fundings the wallet could not be asked about now: asked again by the next sweep or round',
-          );
-        return;
-      }
       if (page.length < limit) break;
+      // After each page: an attempt cut off mid-round loses at most a page.
+      await marks.keepRowPosition('failed-recheck', position!, markAtMost, round.through);
     }
-    await marks.advance('failed-recheck', unaskedSince && unaskedSince < now ? unaskedSince : now);
+    await marks.advance('failed-recheck', markAtMost < now ? markAtMost : now);
     if (unasked > 0)
-      logger.warn(
-        { unasked, rateLimited },
-        'FAILED fundings the wallet could not be asked about now: asked again next round',
-      );
+      logger.warn({ unasked }, 'FAILED fundings the wallet could not be asked about now: asked again next round');
   }
 
   /**

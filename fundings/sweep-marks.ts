@@ -5,7 +5,7 @@
 // five minutes), and a sweep that did not run for hours (Temporal down, workers stopped) takes up
 // from where the last one stopped, as far back as the pass looks at all (a day). The pass over every hold and the
 // FAILED re-check also keep their position within a round (the last ledger transaction id read through; the last
-// funding gone past, with the oldest not asked about), so that the next sweep reads on from it.
+// funding gone past, with how far its mark may move when it ends), so that the next sweep reads on from it.
 import type { Database } from '../lib/database.ts';
 
 /**
@@ -33,7 +33,7 @@ export interface SweepMarks {
   /**
    * The pass's round under way: the mark it began from (null before any), the ledger transaction id it has read
    * through (the pass over every hold; null: none under way, it begins at the first), and the funding it has gone past
-   * with the oldest it could not ask about (the FAILED re-check; null: it begins at the first).
+   * with how far its mark may move (the FAILED re-check; null: it begins at the first).
    */
   roundOf(pass: SweepPass): Promise<SweepRound>;
   /**
@@ -44,10 +44,10 @@ export interface SweepMarks {
   keepPosition(pass: SweepPass, afterId: bigint, round: Date | null): Promise<void>;
   /**
    * The FAILED re-check's round begun from mark `round` has gone past `after` (a funding, by its updated_at and id),
-   * and could not ask the wallet about the fundings since `unaskedSince` (null: it asked every one): kept on the same
-   * terms as `keepPosition`.
+   * and its mark may move at most to `markAtMost` when it ends (when the round began, or the oldest funding it could
+   * not ask the wallet about): kept on the same terms as `keepPosition`.
    */
-  keepRowPosition(pass: SweepPass, after: RowPosition, unaskedSince: Date | null, round: Date | null): Promise<void>;
+  keepRowPosition(pass: SweepPass, after: RowPosition, markAtMost: Date, round: Date | null): Promise<void>;
 }
 
 /** A funding a pass has gone past: its updated_at (milliseconds, as stored) and id. */
@@ -90,11 +90,11 @@ export function createSweepMarks(database: Database): SweepMarks {
         INSERT INTO sweep_mark (pass, through, after_id) VALUES (${pass}, ${begunFrom}, ${afterId})
         ON CONFLICT (pass) DO UPDATE SET after_id = EXCLUDED.after_id WHERE sweep_mark.through = EXCLUDED.through`;
     },
-    async keepRowPosition(pass, after, unaskedSince, round) {
+    async keepRowPosition(pass, after, markAtMost, round) {
       const begunFrom = round ?? new Date(0);
       await database.$executeRaw`
         INSERT INTO sweep_mark (pass, through, after_at, after_key, unasked_since)
-        VALUES (${pass}, ${begunFrom}, ${after.at}, ${after.id}::uuid, ${unaskedSince})
+        VALUES (${pass}, ${begunFrom}, ${after.at}, ${after.id}::uuid, ${markAtMost})
         ON CONFLICT (pass) DO UPDATE SET after_at = EXCLUDED.after_at, after_key = EXCLUDED.after_key,
           unasked_since = EXCLUDED.unasked_since
         WHERE sweep_mark.through = EXCLUDED.through`;
