@@ -9,7 +9,10 @@ import { issueClientToken, issueStandaloneTokens, refreshStandaloneTokens, revok
 // Token responses must not be cached (RFC 6749 section 5.1).
 const noStore = { 'Cache-Control': 'no-store', Pragma: 'no-cache' };
 
-/** RFC 6749 section 2.3.1: client id and secret are form-encoded before Basic encoding. */
+/**
+ * RFC 6749 section 2.3.1: client id and secret are form-encoded before Basic encoding. The interface writes the header
+ * as base64(client_id:client_secret), with nothing form-encoded: either is taken.
+ */
 function formDecode(value: string): string {
   try {
     return decodeURIComponent(value.replaceAll('+', ' '));
@@ -63,8 +66,11 @@ export function tokenEndpoint(context: SandboxContext): (req: Request) => Endpoi
     const credentials = basicCredentials(req);
     if (
       !credentials ||
-      formDecode(credentials.user) !== registration.clientId ||
-      !sameSecret(formDecode(credentials.password), registration.clientSecret)
+      (credentials.user !== registration.clientId && formDecode(credentials.user) !== registration.clientId) ||
+      !(
+        sameSecret(credentials.password, registration.clientSecret) ||
+        sameSecret(formDecode(credentials.password), registration.clientSecret)
+      )
     ) {
       throw oauthError(401, 'invalid_client', 'client authentication failed');
     }

@@ -168,6 +168,27 @@ describe('sandbox connect: token endpoint', () => {
     expect(wrongUri.body.error).toBe('invalid_grant');
   });
 
+  it('takes the client’s Basic credentials as the interface writes them (base64 of id:secret) and as RFC 6749 does (form-encoded first), a secret with + and % in it either way', async () => {
+    // Found by the contract hunt: the sandbox form-decoded the id and the secret before comparing (RFC 6749 section
+    // 2.3.1), so a secret with a + or a % (a base64 secret of a real operator often has one) sent as the interface
+    // writes it, base64(client_id:client_secret), and as walletflow sends it, was refused: 401 invalid_client.
+    const secret = 'abc+def/ghi%2Bjkl=';
+    const other = await startSandbox({ port: 0, registration: { clientId: 'client+1', clientSecret: secret } });
+    try {
+      for (const [user, password] of [
+        ['client+1', secret],
+        [encodeURIComponent('client+1'), encodeURIComponent(secret)],
+      ] as const) {
+        const answer = await tokenRequest(other, { grant_type: 'client_credentials' }, basicAuth(user, password));
+        expect([answer.status, answer.body.error], `${user}:${password}`).toEqual([200, undefined]);
+      }
+      const wrong = await tokenRequest(other, { grant_type: 'client_credentials' }, basicAuth('client+1', 'abc def'));
+      expect(wrong.status).toBe(401);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('answers invalid_client, invalid_request and unsupported_grant_type per RFC 6749', async () => {
     const wrongSecret = await tokenRequest(
       sandbox,
