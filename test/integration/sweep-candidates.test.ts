@@ -42,6 +42,17 @@ async function batch(state: string, items: number, status: string): Promise<stri
   return rows.map((row) => row.id);
 }
 
+/** The statuses a partial index's predicate lists (`status = ANY (ARRAY[…])`), as the database holds it. */
+async function statusesOfIndex(name: string): Promise<string[]> {
+  const { rows } = await client.query<{ indexdef: string }>({
+    text: `SELECT indexdef FROM pg_indexes WHERE indexname = $1`,
+    values: [name],
+  });
+  return [...(rows[0]?.indexdef.match(/status = ANY \(ARRAY\[(.*?)\]\)/)?.[1] ?? '').matchAll(/'([A-Z_]+)'/g)].map(
+    (match) => match[1]!,
+  );
+}
+
 beforeAll(async () => {
   const databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
   await applyMigrations(databaseUrl);
@@ -97,12 +108,7 @@ describe('the sweep’s candidates', () => {
   });
 
   it('are the statuses the partial index says: the funding statuses that are not final', async () => {
-    const { rows } = await client.query<{ indexdef: string }>({
-      text: `SELECT indexdef FROM pg_indexes WHERE indexname = 'funding_sweep_candidates_idx'`,
-    });
-    const listed = [
-      ...(rows[0]?.indexdef.match(/status = ANY \(ARRAY\[(.*?)\]\)/)?.[1] ?? '').matchAll(/'([A-Z_]+)'/g),
-    ].map((match) => match[1]);
+    const listed = await statusesOfIndex('funding_sweep_candidates_idx');
     expect(listed.sort()).toEqual([...unfinishedFundingStatuses].sort());
   });
 });
@@ -156,12 +162,7 @@ describe('the sweep’s payments', () => {
 
 describe('the sweep’s payments, by their statuses', () => {
   it('are the statuses the partial index says: the payment statuses neither final nor in review', async () => {
-    const { rows } = await client.query<{ indexdef: string }>({
-      text: `SELECT indexdef FROM pg_indexes WHERE indexname = 'payment_sweep_candidates_idx'`,
-    });
-    const listed = [
-      ...(rows[0]?.indexdef.match(/status = ANY \(ARRAY\[(.*?)\]\)/)?.[1] ?? '').matchAll(/'([A-Z_]+)'/g),
-    ].map((match) => match[1]);
+    const listed = await statusesOfIndex('payment_sweep_candidates_idx');
     const swept = paymentStatuses.filter((status) => !isFinalPaymentStatus(status) && status !== reviewStatus);
     expect(listed.sort()).toEqual([...swept].sort());
   });
@@ -218,12 +219,7 @@ describe('the fundings holding money on a source (the console’s account page)'
   });
 
   it('are the statuses the partial index says, as the sweep’s candidates are', async () => {
-    const { rows } = await client.query<{ indexdef: string }>({
-      text: `SELECT indexdef FROM pg_indexes WHERE indexname = 'funding_holding_by_source_idx'`,
-    });
-    const listed = [
-      ...(rows[0]?.indexdef.match(/status = ANY \(ARRAY\[(.*?)\]\)/)?.[1] ?? '').matchAll(/'([A-Z_]+)'/g),
-    ].map((match) => match[1]);
+    const listed = await statusesOfIndex('funding_holding_by_source_idx');
     expect(listed.sort()).toEqual([...unfinishedFundingStatuses].sort());
   });
 });
