@@ -155,30 +155,6 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     }
   }
 
-  /** The describes of runs' workflows under way in this process, by run, with when each began. */
-  const describing = new Map<string, { begun: number; state: Promise<'running' | 'closed' | 'missing'> }>();
-  /**
-   * A run's workflow as Temporal holds it, within DESCRIBE_TIMEOUT_MS (one it cannot describe now counts as running):
-   * the requests of a burst share a describe under way, if it began after their own read of the runs (`readAt`), so
-   * that none is told "never started" of a workflow another request started after that describe was sent. Before,
-   * each request described every run holding a place: 20 GETs, 40 describes at once.
-   */
-  function workflowStateOf(run: SettlementRun, readAt: number): Promise<'running' | 'closed' | 'missing'> {
-    const shared = describing.get(run.id);
-    if (shared && shared.begun >= readAt) return shared.state;
-    const entry = {
-      begun: Date.now(),
-      state: workflowRunState(deps.temporal, settlementWorkflowId(run.date, run.id), DESCRIBE_TIMEOUT_MS)
-        .then((answer) => answer.state)
-        .catch(() => 'running' as const)
-        .finally(() => {
-          if (describing.get(run.id) === entry) describing.delete(run.id);
-        }),
-    };
-    describing.set(run.id, entry);
-    return entry.state;
-  }
-
   /**
    * Of the runs that fill every place, those that hold one with no workflow at work on them are given up, so the day
    * they are of runs again at its next request: a workflow that closed without finishing its run, or one never started
@@ -186,14 +162,12 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
    * younger one is a start under way). Whether any was; a run whose workflow Temporal cannot describe now keeps its
    * place. The runs' workflows are read at once, each within DESCRIBE_TIMEOUT_MS.
    */
-  async function freePlaces(
-    open: SettlementRun[],
-    startedAWhileAgo: ReadonlySet<string>,
-    readAt: number,
-  ): Promise<boolean> {
+  async function freePlaces(open: SettlementRun[], startedAWhileAgo: ReadonlySet<string>): Promise<boolean> {
     const freed = await Promise.all(
       open.map(async (run) => {
-        const state = await workflowStateOf(run, readAt);
+        const state = await workflowRunState(deps.temporal, settlementWorkflowId(run.date, run.id), DESCRIBE_TIMEOUT_MS)
+          .then((answer) => answer.state)
+          .catch(() => 'running' as const);
         if (state === 'running' || (state === 'missing' && !startedAWhileAgo.has(run.id))) return false;
         // Not RUNNING any more: another request of the same burst gave it up first, or it ended. Its place is free all
         // the same (before: this request answered 503 with a place free).
@@ -225,10 +199,9 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         { date, timeZone: deps.timeZone, wholeDay: false, requestedBy },
         maxRunning,
       );
-      const readAt = Date.now();
       if (started.kind === 'full') {
         full = started.running;
-        if (attempt < 2 && (await freePlaces(started.running, started.startedAWhileAgo, readAt))) continue;
+        if (attempt < 2 && (await freePlaces(started.running, started.startedAWhileAgo))) continue;
         break;
       }
       full = null;
