@@ -206,8 +206,11 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       }
       full = null;
       if (started.kind === 'numbered') continue;
-      const running = await ensureWorkflow(started.run);
-      if (running) return { kind: started.kind, run: running };
+      const ensured = await ensureWorkflow(started.run);
+      // Read again: another request may have given it up since this one's read (its workflow already started, the
+      // start found nothing to do), or it finished. Not a run at work then; the next try starts one.
+      const running = ensured && (await runs.find(ensured.id));
+      if (running?.state === 'RUNNING') return { kind: started.kind, run: running };
     }
     if (full) {
       const soonest = Math.min(...full.map((run) => retryAfterSeconds(run)));

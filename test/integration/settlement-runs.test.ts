@@ -476,6 +476,46 @@ describe('a day settled by a durable run', () => {
     expect({ total: finished.total, counted }).toEqual({ total: 2, counted: 2 });
   });
 
+  it('answers a fresh run’s POST with a run at work, never one another request gave up between its read and its workflow’s start', async () => {
+    // Found by the settlement hunt: the day's run was RUNNING at the start's read; another request gave it up before
+    // its workflow's start was asked again (Temporal: already started), and the run was answered as it then stood,
+    // FAILED, as one under way (POST …/runs: 409 with a RUNNING body).
+    const day = await freshDay();
+    await endEarlierRuns();
+    const runs = createSettlementRuns(stack.database);
+    const first = await settlementServiceAt().startFresh(day, 'settlement-runs.test');
+    if (first.kind === 'not-started') throw new Error('the day had begun');
+    onTestFinished(async () => {
+      await stack.temporal.workflow
+        .getHandle(settlementWorkflowId(day, first.run.id))
+        .terminate('given up by the test')
+        .catch(() => undefined);
+    });
+    let gaveUp = false;
+    const racing = createSettlementService({
+      runs: {
+        ...runs,
+        async startWithin(...args: Parameters<typeof runs.startWithin>) {
+          const started = await runs.startWithin(...args);
+          // Another request of the burst gives the run up right after this one's read.
+          if (started.kind === 'running' && !gaveUp) gaveUp = await runs.fail(started.run.id, 'WORKFLOW_NOT_STARTED');
+          return started;
+        },
+      },
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+      timeZone,
+      options: tuning,
+      logger: createLogger({ level: 'silent' }),
+    });
+    const answer = await racing.startFresh(day, 'settlement-runs.test');
+    expect(gaveUp).toBe(true);
+    if (answer.kind === 'not-started') throw new Error('the day had begun');
+    expect(answer.run.id).not.toBe(first.run.id);
+    expect((await runs.find(answer.run.id))?.state).toBe('RUNNING');
+    await settled(day);
+  }, 60_000);
+
   it('after midnight, answers a past day only with a run of the whole of it: a run begun during the day that ends now is not its report', async () => {
     const day = await freshDay();
     await plant(day, 2);
