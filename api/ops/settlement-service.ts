@@ -208,9 +208,10 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       if (started.kind === 'numbered') continue;
       const ensured = await ensureWorkflow(started.run);
       // Read again: another request may have given it up since this one's read (its workflow already started, the
-      // start found nothing to do), or it finished. Not a run at work then; the next try starts one.
+      // start found nothing to do). Not a run at work then: the next try starts one. (One that finished is answered:
+      // a day with nothing to check can end within moments.)
       const running = ensured && (await runs.find(ensured.id));
-      if (running?.state === 'RUNNING') return { kind: started.kind, run: running };
+      if (running && running.state !== 'FAILED') return { kind: started.kind, run: running };
     }
     if (full) {
       const soonest = Math.min(...full.map((run) => retryAfterSeconds(run)));

@@ -481,6 +481,8 @@ describe('a day settled by a durable run', () => {
     // its workflow's start was asked again (Temporal: already started), and the run was answered as it then stood,
     // FAILED, as one under way (POST …/runs: 409 with a RUNNING body).
     const day = await freshDay();
+    // An item to check: the first run is still at work when the racing start reads it.
+    await plant(day, 1);
     await endEarlierRuns();
     const runs = createSettlementRuns(stack.database);
     const first = await settlementServiceAt().startFresh(day, 'settlement-runs.test');
