@@ -3,10 +3,13 @@
 // command (a timer), with no patch. A funding that started on A finishes on A after B becomes
 // current; new fundings run on B; `walletflow deploy rollback` sends new fundings back to A in one
 // step; no workflow task ever fails (a pinned run is never replayed on the other build). On the real
-// sandbox and PostgreSQL, with the CLI an operator runs. These are the cases for one Temporal: the
-// suite's dev server (worker-deployment.test.ts) or a real Temporal server on PostgreSQL, as
-// production runs it (worker-deployment-real-server.test.ts; built by scripts/setup.sh
-// --temporal-server). One file per Temporal, so the two run side by side.
+// sandbox and PostgreSQL, with the CLI an operator runs. Each case runs on the Temporal its users run
+// it on: the production procedure (ramp, promote, rollback) on a real Temporal server on PostgreSQL
+// (worker-deployment-real-server.test.ts; built by scripts/setup.sh --temporal-server), a restarted
+// `walletflow dev` (WORKER_PROMOTE=replace, refused in production) on the suite's dev server
+// (worker-deployment.test.ts). Both are the same server build (v1.29.1, the one the Temporal CLI
+// v1.5.1 embeds), so a case run on both proved nothing more (docs/testing.md). One file per Temporal,
+// so the two run side by side.
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,8 +24,23 @@ import type { InProcessWorker } from '../support/partner-api.ts';
 import { runCli } from '../support/cli-run.ts';
 import { waitFor } from '../support/wait-for.ts';
 
-/** The deploy cases on one Temporal: `start` brings it (undefined: the suite's dev server). */
-export function describeWorkerDeployment(name: string, start: () => Promise<RealTemporal | undefined>): void {
+/**
+ * The cases: `promote-and-rollback`, the production procedure with money in flight; `dev-stack-restart`, a restarted
+ * dev stack taking over the runs of the build before it; `unregistered-build`, the CLI's refusals of a build no
+ * worker has registered.
+ */
+export type DeployCase = 'promote-and-rollback' | 'dev-stack-restart' | 'unregistered-build';
+
+/** The deploy `cases` on one Temporal: `start` brings it (undefined: the suite's dev server). */
+export function describeWorkerDeployment(
+  name: string,
+  start: () => Promise<RealTemporal | undefined>,
+  cases: readonly DeployCase[],
+): void {
+  /** A case's test, registered only in the file that runs it. */
+  const theCase = (which: DeployCase, title: string, body: () => Promise<void>, timeoutMs: number) => {
+    if (cases.includes(which)) it(title, body, timeoutMs);
+  };
   describe(`two builds of the workflows, deployed while money is in flight, on ${name}`, () => {
     let stack: PartnerStack;
     let stopTemporal: (() => Promise<void>) | undefined;
@@ -137,7 +155,10 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       );
     }
 
-    it('a funding started on build A finishes on A after B is promoted, new ones run on B, a rollback sends new ones back to A; no workflow task fails', async () => {
+    /** Workers of build A (current: promoted as it starts) and build B (registered, not current), in `workers`. */
+    async function startBuildsAAndB(): Promise<
+      [InProcessWorker & { buildId: string }, InProcessWorker & { buildId: string }]
+    > {
       const a = await stack.createWorker({
         workflowBundle: { codePath: inject('workflowBundlePath') },
         promote: 'always',
@@ -154,197 +175,220 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       });
       workers.push(b);
       expect(a.buildId).not.toBe(b.buildId);
+      return [a, b];
+    }
 
-      const status = await deployCli('status', '--json');
-      expect(status.code, status.stderr).toBe(0);
-      const before = JSON.parse(status.stdout) as { current: string; versions: Array<{ buildId: string }> };
-      expect(before.current).toBe(a.buildId);
-      expect(before.versions.map((version) => version.buildId).sort()).toEqual([a.buildId, b.buildId].sort());
+    theCase(
+      'promote-and-rollback',
+      'a funding started on build A finishes on A after B is promoted, new ones run on B, a rollback sends new ones back to A; no workflow task fails',
+      async () => {
+        const [a, b] = await startBuildsAAndB();
 
-      // F1 starts on A and waits on the wallet (its transfer takes 6 s to settle) while B is promoted.
-      await stack.admin.settings({ processingDelayMs: 6000 });
-      const f1 = await startFunding();
-      await waitFor(
-        'F1 under way',
-        async () =>
-          (await historyOf(f1.workflowId)).some((event) => Number(event.eventType) === EventType.ActivityTaskScheduled)
-            ? true
-            : undefined,
-        30_000,
-      );
-      // B ramping (a canary an operator started): a worker of B starting with WORKER_PROMOTE=always leaves its share
-      // as it is.
-      const quiet = createLogger({ level: 'silent' });
-      const versionB = { deploymentName: stack.taskQueue, buildId: b.buildId };
-      expect((await deployCli('ramp', b.buildId, '10')).code).toBe(0);
-      expect(await promoteOnStart(stack.temporal, versionB, 'always', quiet)).toBe('left');
-      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
-        current: a.buildId,
-        ramping: { buildId: b.buildId },
-      });
-      const promoted = await deployCli('promote', b.buildId);
-      expect(promoted.code, promoted.stderr).toBe(0);
-      expect(promoted.stdout).toContain(`${b.buildId} is now current`);
-      await stack.admin.settings({ processingDelayMs: 0 });
-      // A worker of A restarting (a container of the draining build, with WORKER_PROMOTE=always) does not take the
-      // current version back from B: that is `deploy rollback`'s.
-      const versionA = { deploymentName: stack.taskQueue, buildId: a.buildId };
-      expect(await promoteOnStart(stack.temporal, versionA, 'always', quiet)).toBe('left');
-      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: b.buildId });
+        const status = await deployCli('status', '--json');
+        expect(status.code, status.stderr).toBe(0);
+        const before = JSON.parse(status.stdout) as { current: string; versions: Array<{ buildId: string }> };
+        expect(before.current).toBe(a.buildId);
+        expect(before.versions.map((version) => version.buildId).sort()).toEqual([a.buildId, b.buildId].sort());
 
-      const f2 = await startFunding();
-      expect(await finalStatusOf(f1.fundingId)).toBe('APPROVED');
-      expect(await finalStatusOf(f2.fundingId)).toBe('APPROVED');
+        // F1 starts on A and waits on the wallet (its transfer takes 6 s to settle) while B is promoted.
+        await stack.admin.settings({ processingDelayMs: 6000 });
+        const f1 = await startFunding();
+        await waitFor(
+          'F1 under way',
+          async () =>
+            (await historyOf(f1.workflowId)).some(
+              (event) => Number(event.eventType) === EventType.ActivityTaskScheduled,
+            )
+              ? true
+              : undefined,
+          30_000,
+        );
+        // B ramping (a canary an operator started): a worker of B starting with WORKER_PROMOTE=always leaves its share
+        // as it is.
+        const quiet = createLogger({ level: 'silent' });
+        const versionB = { deploymentName: stack.taskQueue, buildId: b.buildId };
+        expect((await deployCli('ramp', b.buildId, '10')).code).toBe(0);
+        expect(await promoteOnStart(stack.temporal, versionB, 'always', quiet)).toBe('left');
+        expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
+          current: a.buildId,
+          ramping: { buildId: b.buildId },
+        });
+        const promoted = await deployCli('promote', b.buildId);
+        expect(promoted.code, promoted.stderr).toBe(0);
+        expect(promoted.stdout).toContain(`${b.buildId} is now current`);
+        await stack.admin.settings({ processingDelayMs: 0 });
+        // A worker of A restarting (a container of the draining build, with WORKER_PROMOTE=always) does not take the
+        // current version back from B: that is `deploy rollback`'s.
+        const versionA = { deploymentName: stack.taskQueue, buildId: a.buildId };
+        expect(await promoteOnStart(stack.temporal, versionA, 'always', quiet)).toBe('left');
+        expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: b.buildId });
 
-      // A canary under way: a rollback would move the current build and leave the canary's share, so it is refused;
-      // `ramp <build> 0` ends the ramp.
-      const canary = await deployCli('ramp', a.buildId, '10');
-      expect(canary.code, canary.stderr).toBe(0);
-      const refused = await deployCli('rollback');
-      expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining(`${a.buildId} is ramping (10%`)]);
-      // Nor is another build promoted past it: Temporal would leave the canary its share. Before: promoted, the ramp
-      // kept.
-      const promotedPast = await deployCli('promote', b.buildId);
-      expect([promotedPast.code, promotedPast.stderr]).toEqual([
-        1,
-        expect.stringContaining(`${a.buildId} is ramping (10%`),
-      ]);
-      const routing = async () => {
-        const answer = await deployCli('status', '--json');
-        const { current, ramping } = JSON.parse(answer.stdout) as {
-          current: string;
-          ramping: { buildId: string } | null;
+        const f2 = await startFunding();
+        expect(await finalStatusOf(f1.fundingId)).toBe('APPROVED');
+        expect(await finalStatusOf(f2.fundingId)).toBe('APPROVED');
+
+        // A canary under way: a rollback would move the current build and leave the canary's share, so it is refused;
+        // `ramp <build> 0` ends the ramp.
+        const canary = await deployCli('ramp', a.buildId, '10');
+        expect(canary.code, canary.stderr).toBe(0);
+        const refused = await deployCli('rollback');
+        expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining(`${a.buildId} is ramping (10%`)]);
+        // Nor is another build promoted past it: Temporal would leave the canary its share. Before: promoted, the ramp
+        // kept.
+        const promotedPast = await deployCli('promote', b.buildId);
+        expect([promotedPast.code, promotedPast.stderr]).toEqual([
+          1,
+          expect.stringContaining(`${a.buildId} is ramping (10%`),
+        ]);
+        const routing = async () => {
+          const answer = await deployCli('status', '--json');
+          const { current, ramping } = JSON.parse(answer.stdout) as {
+            current: string;
+            ramping: { buildId: string } | null;
+          };
+          return { current, ramping: ramping?.buildId ?? null };
         };
-        return { current, ramping: ramping?.buildId ?? null };
-      };
-      expect(await routing()).toEqual({ current: b.buildId, ramping: a.buildId });
-      // Ending a ramp names the build that ramps: another's name ends nothing.
-      const other = await deployCli('ramp', b.buildId, '0');
-      expect([other.code, other.stderr]).toEqual([1, expect.stringContaining(`${b.buildId} is not ramping`)]);
-      expect(await routing()).toEqual({ current: b.buildId, ramping: a.buildId });
-      const ended = await deployCli('ramp', a.buildId, '0');
-      expect([ended.code, ended.stdout]).toEqual([0, expect.stringContaining('no ramp')]);
-      expect(await routing()).toEqual({ current: b.buildId, ramping: null });
+        expect(await routing()).toEqual({ current: b.buildId, ramping: a.buildId });
+        // Ending a ramp names the build that ramps: another's name ends nothing.
+        const other = await deployCli('ramp', b.buildId, '0');
+        expect([other.code, other.stderr]).toEqual([1, expect.stringContaining(`${b.buildId} is not ramping`)]);
+        expect(await routing()).toEqual({ current: b.buildId, ramping: a.buildId });
+        const ended = await deployCli('ramp', a.buildId, '0');
+        expect([ended.code, ended.stdout]).toEqual([0, expect.stringContaining('no ramp')]);
+        expect(await routing()).toEqual({ current: b.buildId, ramping: null });
 
-      const rolledBack = await deployCli('rollback');
-      expect(rolledBack.code, rolledBack.stderr).toBe(0);
-      expect(rolledBack.stdout).toContain(`rolled back to ${a.buildId}`);
-      // A worker of B restarting with WORKER_PROMOTE=always (B's containers are kept until its pinned runs finish) does
-      // not undo the rollback, although B is the newer build.
-      expect(await promoteOnStart(stack.temporal, versionB, 'always', quiet)).toBe('left');
-      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: a.buildId });
-      const f3 = await startFunding();
-      expect(await finalStatusOf(f3.fundingId)).toBe('APPROVED');
+        const rolledBack = await deployCli('rollback');
+        expect(rolledBack.code, rolledBack.stderr).toBe(0);
+        expect(rolledBack.stdout).toContain(`rolled back to ${a.buildId}`);
+        // A worker of B restarting with WORKER_PROMOTE=always (B's containers are kept until its pinned runs finish)
+        // does not undo the rollback, although B is the newer build.
+        expect(await promoteOnStart(stack.temporal, versionB, 'always', quiet)).toBe('left');
+        expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: a.buildId });
+        const f3 = await startFunding();
+        expect(await finalStatusOf(f3.fundingId)).toBe('APPROVED');
 
-      const [h1, h2, h3] = await Promise.all([
-        closedHistoryOf(f1.workflowId),
-        closedHistoryOf(f2.workflowId),
-        closedHistoryOf(f3.workflowId),
-      ]);
-      // F1: every task on A, before and after the promotion (several tasks: it waited on the wallet).
-      expect(buildsOf(h1).length).toBeGreaterThan(2);
-      expect(new Set(buildsOf(h1))).toEqual(new Set([a.buildId]));
-      expect(startsWithBuildBTimer(h1)).toBe(false);
-      // F2: B's code from its first command.
-      expect(new Set(buildsOf(h2))).toEqual(new Set([b.buildId]));
-      expect(startsWithBuildBTimer(h2)).toBe(true);
-      // F3: back on A.
-      expect(
-        new Set(buildsOf(h3)),
-        JSON.stringify(h3.map((event) => [event.eventType, event.workflowTaskCompletedEventAttributes])),
-      ).toEqual(new Set([a.buildId]));
-      expect(startsWithBuildBTimer(h3)).toBe(false);
-      for (const events of [h1, h2, h3]) expect(failedTasksOf(events)).toEqual([]);
+        const [h1, h2, h3] = await Promise.all([
+          closedHistoryOf(f1.workflowId),
+          closedHistoryOf(f2.workflowId),
+          closedHistoryOf(f3.workflowId),
+        ]);
+        // F1: every task on A, before and after the promotion (several tasks: it waited on the wallet).
+        expect(buildsOf(h1).length).toBeGreaterThan(2);
+        expect(new Set(buildsOf(h1))).toEqual(new Set([a.buildId]));
+        expect(startsWithBuildBTimer(h1)).toBe(false);
+        // F2: B's code from its first command.
+        expect(new Set(buildsOf(h2))).toEqual(new Set([b.buildId]));
+        expect(startsWithBuildBTimer(h2)).toBe(true);
+        // F3: back on A.
+        expect(
+          new Set(buildsOf(h3)),
+          JSON.stringify(h3.map((event) => [event.eventType, event.workflowTaskCompletedEventAttributes])),
+        ).toEqual(new Set([a.buildId]));
+        expect(startsWithBuildBTimer(h3)).toBe(false);
+        for (const events of [h1, h2, h3]) expect(failedTasksOf(events)).toEqual([]);
 
-      const after = JSON.parse((await deployCli('status', '--json')).stdout) as { current: string };
-      expect(after.current).toBe(a.buildId);
-    }, 240_000);
+        const after = JSON.parse((await deployCli('status', '--json')).stdout) as { current: string };
+        expect(after.current).toBe(a.buildId);
+      },
+      240_000,
+    );
 
-    it('a restarted dev stack (WORKER_PROMOTE=replace) takes over the runs pinned to the build before it, whose worker is gone: they finish on the new build', async () => {
-      // A and B from the test before: A stops once F4 is under way, B once its canary below is ended.
-      const [a, b] = workers.splice(0, workers.length);
-      if (!a || !b) throw new Error('the test before leaves workers of builds A and B running');
-      // F4 starts on A (the current build after the rollback) and waits on the wallet; then A's worker stops, as a dev
-      // stack's does.
-      await stack.admin.settings({ processingDelayMs: 4000 });
-      const f4 = await startFunding();
-      await waitFor(
-        'F4 under way',
-        async () =>
-          (await historyOf(f4.workflowId)).some((event) => Number(event.eventType) === EventType.ActivityTaskScheduled)
-            ? true
-            : undefined,
-        30_000,
-      );
-      await stopWorker(a);
-      await stack.admin.settings({ processingDelayMs: 0 });
-      // B ramping (a canary an operator started) as build C (today's commands, another bundle) starts: a worker of C
-      // with WORKER_PROMOTE=always leaves the current version as it is, though C is the newest build. Before: C was
-      // made current, and the canary kept its share beside it, unsaid (Temporal ends a ramp only by promoting it).
-      expect((await deployCli('ramp', b.buildId, '10')).code).toBe(0);
-      const c = await stack.createWorker({
-        workflowBundle: {
-          code: await bundleWorkflows({
-            warnings: false,
-            workflowsPath: path.resolve(import.meta.dirname, 'build-c-workflows.ts'),
-          }),
-        },
-        promote: 'never',
-      });
-      workers.push(c);
-      const quiet = createLogger({ level: 'silent' });
-      const versionOf = (buildId: string) => ({ deploymentName: stack.taskQueue, buildId });
-      expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'always', quiet)).toBe('left');
-      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
-        current: a.buildId,
-        ramping: { buildId: b.buildId },
-      });
-      expect((await deployCli('ramp', b.buildId, '0')).code).toBe(0);
-      // A ramp to unversioned workers (Temporal's own CLI starts one: no ramping version, a share above 0) is a ramp
-      // too. Before: taken for none, and C was made current beside it.
-      await stack.temporal.workflowService.setWorkerDeploymentRampingVersion({
-        namespace: stack.temporal.options.namespace,
-        deploymentName: stack.taskQueue,
-        buildId: '',
-        percentage: 10,
-        identity: 'test: temporal worker deployment set-ramping-version --unversioned',
-      });
-      expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'always', quiet)).toBe('left');
-      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
-        current: a.buildId,
-        ramping: { buildId: 'unversioned', percent: 10 },
-      });
-      // Refused, with the one way out there is (no promote of unversioned workers).
-      const past = await deployCli('promote', c.buildId);
-      expect([past.code, past.stderr]).toEqual([1, expect.stringContaining('deploy ramp unversioned 0`')]);
-      expect(past.stderr).not.toContain('promote unversioned');
-      expect((await deployCli('ramp', 'unversioned', '0')).code).toBe(0);
-      const again = await deployCli('ramp', 'unversioned', '0');
-      expect([again.code, again.stderr]).toEqual([1, expect.stringContaining('unversioned is not ramping')]);
-      await stopWorker(b);
-      // C then starts as `walletflow dev` starts its worker (WORKER_PROMOTE=replace).
-      expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'replace', quiet)).toBe('promoted');
-      expect(await finalStatusOf(f4.fundingId)).toBe('APPROVED');
-      const h4 = await closedHistoryOf(f4.workflowId);
-      const builds = buildsOf(h4);
-      expect(builds[0]).toBe(a.buildId);
-      expect(builds.at(-1)).toBe(c.buildId);
-      expect(failedTasksOf(h4)).toEqual([]);
-      // The dev stack restarted on code changed back to an earlier build (A, registered before C): `replace` takes the
-      // current version whatever build has it (C has no worker left), where `always` would leave C current.
-      expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'always', quiet)).toBe('left');
-      expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'replace', quiet)).toBe('promoted');
-      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: a.buildId });
-      expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'replace', quiet)).toBe('promoted');
-    }, 240_000);
+    theCase(
+      'dev-stack-restart',
+      'a restarted dev stack (WORKER_PROMOTE=replace) takes over the runs pinned to the build before it, whose worker is gone: they finish on the new build',
+      async () => {
+        // A current and B registered: A stops once F4 is under way, B once its canary below is ended.
+        const [a, b] = await startBuildsAAndB();
+        workers.splice(0, workers.length);
+        // F4 starts on A (the current build) and waits on the wallet; then A's worker stops, as a dev stack's does.
+        await stack.admin.settings({ processingDelayMs: 4000 });
+        const f4 = await startFunding();
+        await waitFor(
+          'F4 under way',
+          async () =>
+            (await historyOf(f4.workflowId)).some(
+              (event) => Number(event.eventType) === EventType.ActivityTaskScheduled,
+            )
+              ? true
+              : undefined,
+          30_000,
+        );
+        await stopWorker(a);
+        await stack.admin.settings({ processingDelayMs: 0 });
+        // B ramping (a canary an operator started) as build C (today's commands, another bundle) starts: a worker of C
+        // with WORKER_PROMOTE=always leaves the current version as it is, though C is the newest build. Before: C was
+        // made current, and the canary kept its share beside it, unsaid (Temporal ends a ramp only by promoting it).
+        expect((await deployCli('ramp', b.buildId, '10')).code).toBe(0);
+        const c = await stack.createWorker({
+          workflowBundle: {
+            code: await bundleWorkflows({
+              warnings: false,
+              workflowsPath: path.resolve(import.meta.dirname, 'build-c-workflows.ts'),
+            }),
+          },
+          promote: 'never',
+        });
+        workers.push(c);
+        const quiet = createLogger({ level: 'silent' });
+        const versionOf = (buildId: string) => ({ deploymentName: stack.taskQueue, buildId });
+        expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'always', quiet)).toBe('left');
+        expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
+          current: a.buildId,
+          ramping: { buildId: b.buildId },
+        });
+        expect((await deployCli('ramp', b.buildId, '0')).code).toBe(0);
+        // A ramp to unversioned workers (Temporal's own CLI starts one: no ramping version, a share above 0) is a ramp
+        // too. Before: taken for none, and C was made current beside it.
+        await stack.temporal.workflowService.setWorkerDeploymentRampingVersion({
+          namespace: stack.temporal.options.namespace,
+          deploymentName: stack.taskQueue,
+          buildId: '',
+          percentage: 10,
+          identity: 'test: temporal worker deployment set-ramping-version --unversioned',
+        });
+        expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'always', quiet)).toBe('left');
+        expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
+          current: a.buildId,
+          ramping: { buildId: 'unversioned', percent: 10 },
+        });
+        // Refused, with the one way out there is (no promote of unversioned workers).
+        const past = await deployCli('promote', c.buildId);
+        expect([past.code, past.stderr]).toEqual([1, expect.stringContaining('deploy ramp unversioned 0`')]);
+        expect(past.stderr).not.toContain('promote unversioned');
+        expect((await deployCli('ramp', 'unversioned', '0')).code).toBe(0);
+        const again = await deployCli('ramp', 'unversioned', '0');
+        expect([again.code, again.stderr]).toEqual([1, expect.stringContaining('unversioned is not ramping')]);
+        await stopWorker(b);
+        // C then starts as `walletflow dev` starts its worker (WORKER_PROMOTE=replace).
+        expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'replace', quiet)).toBe('promoted');
+        expect(await finalStatusOf(f4.fundingId)).toBe('APPROVED');
+        const h4 = await closedHistoryOf(f4.workflowId);
+        const builds = buildsOf(h4);
+        expect(builds[0]).toBe(a.buildId);
+        expect(builds.at(-1)).toBe(c.buildId);
+        expect(failedTasksOf(h4)).toEqual([]);
+        // The dev stack restarted on code changed back to an earlier build (A, registered before C): `replace` takes
+        // the current version whatever build has it (C has no worker left), where `always` would leave C current.
+        expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'always', quiet)).toBe('left');
+        expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'replace', quiet)).toBe('promoted');
+        expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: a.buildId });
+        expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'replace', quiet)).toBe('promoted');
+      },
+      240_000,
+    );
 
-    it('refuses to promote a build no worker has registered, naming the ones it knows', async () => {
-      const refused = await deployCli('promote', 'wf-00000000000000000000');
-      expect(refused.code).toBe(1);
-      expect(refused.stderr).toContain('no worker has registered the build wf-00000000000000000000');
-      const ramp = await deployCli('ramp', 'wf-00000000000000000000', '150');
-      expect(ramp.code).toBe(64);
-      expect(ramp.stderr).toContain('from 0 to 100');
-    }, 60_000);
+    theCase(
+      'unregistered-build',
+      'refuses to promote a build no worker has registered, naming the ones it knows',
+      async () => {
+        const refused = await deployCli('promote', 'wf-00000000000000000000');
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain('no worker has registered the build wf-00000000000000000000');
+        const ramp = await deployCli('ramp', 'wf-00000000000000000000', '150');
+        expect(ramp.code).toBe(64);
+        expect(ramp.stderr).toContain('from 0 to 100');
+      },
+      60_000,
+    );
   });
 }

@@ -1,8 +1,12 @@
-// Safe deploys on a real Temporal server on PostgreSQL, as production runs it (built by
-// scripts/setup.sh --temporal-server): the cases of worker-deployment-cases.ts, two builds of the
-// workflows as versions of one worker deployment, promoted, rolled back and replaced while money is
-// in flight, with no workflow task failed. The same cases on the dev server: worker-deployment.test.ts.
+// Safe deploys on a real Temporal server on PostgreSQL, as production runs it (built by scripts/setup.sh
+// --temporal-server): two builds of the workflows as versions of one worker deployment, ramped, promoted and rolled
+// back while money is in flight, with no workflow task failed, and the CLI's refusals of a build no worker has
+// registered (the cases of worker-deployment-cases.ts). A restarted `walletflow dev` runs on the dev server it uses:
+// worker-deployment.test.ts.
 import { startRealTemporal } from '../support/real-temporal.ts';
 import { describeWorkerDeployment } from './worker-deployment-cases.ts';
 
-describeWorkerDeployment('a real Temporal server on PostgreSQL', startRealTemporal);
+describeWorkerDeployment('a real Temporal server on PostgreSQL', startRealTemporal, [
+  'promote-and-rollback',
+  'unregistered-build',
+]);

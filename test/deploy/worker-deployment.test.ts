@@ -1,7 +1,7 @@
-// Safe deploys on the suite's dev server (the Temporal CLI's): the cases of worker-deployment-cases.ts,
-// two builds of the workflows as versions of one worker deployment, promoted, rolled back and
-// replaced while money is in flight, with no workflow task failed. The same cases on a real
+// Safe deploys on the suite's dev server (the Temporal CLI's), what `walletflow dev` runs on: a restarted dev stack
+// (WORKER_PROMOTE=replace, refused in production) takes over the runs of the build before it (a case of
+// worker-deployment-cases.ts). The production procedure (ramp, promote, rollback with money in flight) runs on a real
 // Temporal server on PostgreSQL: worker-deployment-real-server.test.ts.
 import { describeWorkerDeployment } from './worker-deployment-cases.ts';
 
-describeWorkerDeployment('the dev server', async () => undefined);
+describeWorkerDeployment('the dev server', async () => undefined, ['dev-stack-restart']);
