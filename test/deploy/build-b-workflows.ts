@@ -1,4 +1,4 @@
-// Build B of the deploy test (test/deploy/worker-deployment.test.ts): every workflow as today's,
+// Build B of the deploy tests (test/deploy/worker-deployment-cases.ts): every workflow as today's,
 // except fundWallet, which starts with a one-millisecond timer before today's code. Its commands
 // differ from build A's from the first one, with no patch: a run of A replayed on B would fail
 // nondeterministically, so the test proves that none ever is (a pinned run stays on its build).

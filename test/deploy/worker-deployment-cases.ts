@@ -29,7 +29,8 @@ import { waitFor } from '../support/wait-for.ts';
  * dev stack taking over the runs of the build before it; `unregistered-build`, the CLI's refusals of a build no
  * worker has registered.
  */
-export type DeployCase = 'promote-and-rollback' | 'dev-stack-restart' | 'unregistered-build';
+export type DeployCase =
+  'promote-and-rollback' | 'ramps-hold-back-a-new-build' | 'dev-stack-restart' | 'unregistered-build';
 
 /** The deploy `cases` on one Temporal: `start` brings it (undefined: the suite's dev server). */
 export function describeWorkerDeployment(
@@ -155,34 +156,56 @@ export function describeWorkerDeployment(
       );
     }
 
-    /** Workers of build A (current: promoted as it starts) and build B (registered, not current), in `workers`. */
-    async function startBuildsAAndB(): Promise<
-      [InProcessWorker & { buildId: string }, InProcessWorker & { buildId: string }]
-    > {
-      const a = await stack.createWorker({
-        workflowBundle: { codePath: inject('workflowBundlePath') },
-        promote: 'always',
-      });
-      workers.push(a);
-      const b = await stack.createWorker({
-        workflowBundle: {
-          code: await bundleWorkflows({
-            warnings: false,
-            workflowsPath: path.resolve(import.meta.dirname, 'build-b-workflows.ts'),
-          }),
-        },
-        promote: 'never',
-      });
-      workers.push(b);
-      expect(a.buildId).not.toBe(b.buildId);
-      return [a, b];
+    type Build = InProcessWorker & { buildId: string };
+    const bundles = { B: 'build-b-workflows.ts', C: 'build-c-workflows.ts' } as const;
+    /** The builds the file's cases share, each started at its first ask (a case run alone starts what it needs). */
+    const builds = new Map<'A' | 'B' | 'C', Promise<Build>>();
+    /**
+     * A worker of build `name`, in `workers` until stopped: A is today's bundle and promotes itself as it starts
+     * (`always`: current unless a newer build already is); B and C, bundles of their own, only register (`never`).
+     */
+    function build(name: 'A' | 'B' | 'C'): Promise<Build> {
+      let running = builds.get(name);
+      if (!running) {
+        running = (async () => {
+          const worker = await stack.createWorker(
+            name === 'A'
+              ? { workflowBundle: { codePath: inject('workflowBundlePath') }, promote: 'always' }
+              : {
+                  workflowBundle: {
+                    code: await bundleWorkflows({
+                      warnings: false,
+                      workflowsPath: path.resolve(import.meta.dirname, bundles[name]),
+                    }),
+                  },
+                  promote: 'never',
+                },
+          );
+          workers.push(worker);
+          return worker;
+        })();
+        builds.set(name, running);
+      }
+      return running;
     }
+    /** Stops a build's worker now, as its process would stop (afterAll stops the others). */
+    async function stopBuild(name: 'A' | 'B' | 'C'): Promise<void> {
+      const running = await builds.get(name);
+      if (!running) return;
+      builds.delete(name);
+      workers.splice(workers.indexOf(running), 1);
+      await stopWorker(running);
+    }
+    const quiet = createLogger({ level: 'silent' });
+    const versionOf = (buildId: string) => ({ deploymentName: stack.taskQueue, buildId });
 
     theCase(
       'promote-and-rollback',
       'a funding started on build A finishes on A after B is promoted, new ones run on B, a rollback sends new ones back to A; no workflow task fails',
       async () => {
-        const [a, b] = await startBuildsAAndB();
+        const a = await build('A');
+        const b = await build('B');
+        expect(a.buildId).not.toBe(b.buildId);
 
         const status = await deployCli('status', '--json');
         expect(status.code, status.stderr).toBe(0);
@@ -205,7 +228,6 @@ export function describeWorkerDeployment(
         );
         // B ramping (a canary an operator started): a worker of B starting with WORKER_PROMOTE=always leaves its share
         // as it is.
-        const quiet = createLogger({ level: 'silent' });
         const versionB = { deploymentName: stack.taskQueue, buildId: b.buildId };
         expect((await deployCli('ramp', b.buildId, '10')).code).toBe(0);
         expect(await promoteOnStart(stack.temporal, versionB, 'always', quiet)).toBe('left');
@@ -294,43 +316,17 @@ export function describeWorkerDeployment(
     );
 
     theCase(
-      'dev-stack-restart',
-      'a restarted dev stack (WORKER_PROMOTE=replace) takes over the runs pinned to the build before it, whose worker is gone: they finish on the new build',
+      'ramps-hold-back-a-new-build',
+      'a build starting with WORKER_PROMOTE=always while a canary or unversioned workers ramp leaves the current build as the operator set it; a promote past an unversioned ramp is refused',
       async () => {
-        // A current and B registered: A stops once F4 is under way, B once its canary below is ended.
-        const [a, b] = await startBuildsAAndB();
-        workers.splice(0, workers.length);
-        // F4 starts on A (the current build) and waits on the wallet; then A's worker stops, as a dev stack's does.
-        await stack.admin.settings({ processingDelayMs: 4000 });
-        const f4 = await startFunding();
-        await waitFor(
-          'F4 under way',
-          async () =>
-            (await historyOf(f4.workflowId)).some(
-              (event) => Number(event.eventType) === EventType.ActivityTaskScheduled,
-            )
-              ? true
-              : undefined,
-          30_000,
-        );
-        await stopWorker(a);
-        await stack.admin.settings({ processingDelayMs: 0 });
+        // A current (after the rollback of the case before, or as it starts), B registered.
+        const a = await build('A');
+        const b = await build('B');
         // B ramping (a canary an operator started) as build C (today's commands, another bundle) starts: a worker of C
         // with WORKER_PROMOTE=always leaves the current version as it is, though C is the newest build. Before: C was
         // made current, and the canary kept its share beside it, unsaid (Temporal ends a ramp only by promoting it).
         expect((await deployCli('ramp', b.buildId, '10')).code).toBe(0);
-        const c = await stack.createWorker({
-          workflowBundle: {
-            code: await bundleWorkflows({
-              warnings: false,
-              workflowsPath: path.resolve(import.meta.dirname, 'build-c-workflows.ts'),
-            }),
-          },
-          promote: 'never',
-        });
-        workers.push(c);
-        const quiet = createLogger({ level: 'silent' });
-        const versionOf = (buildId: string) => ({ deploymentName: stack.taskQueue, buildId });
+        const c = await build('C');
         expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'always', quiet)).toBe('left');
         expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
           current: a.buildId,
@@ -358,17 +354,43 @@ export function describeWorkerDeployment(
         expect((await deployCli('ramp', 'unversioned', '0')).code).toBe(0);
         const again = await deployCli('ramp', 'unversioned', '0');
         expect([again.code, again.stderr]).toEqual([1, expect.stringContaining('unversioned is not ramping')]);
-        await stopWorker(b);
-        // C then starts as `walletflow dev` starts its worker (WORKER_PROMOTE=replace).
+      },
+      240_000,
+    );
+
+    theCase(
+      'dev-stack-restart',
+      'a restarted dev stack (WORKER_PROMOTE=replace) takes over the runs pinned to the build before it, whose worker is gone: they finish on the new build',
+      async () => {
+        const a = await build('A');
+        expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: a.buildId });
+        // F4 starts on A (the current build) and waits on the wallet; then A's worker stops, as a dev stack's does.
+        await stack.admin.settings({ processingDelayMs: 4000 });
+        const f4 = await startFunding();
+        await waitFor(
+          'F4 under way',
+          async () =>
+            (await historyOf(f4.workflowId)).some(
+              (event) => Number(event.eventType) === EventType.ActivityTaskScheduled,
+            )
+              ? true
+              : undefined,
+          30_000,
+        );
+        await stopBuild('A');
+        await stack.admin.settings({ processingDelayMs: 0 });
+        // C (today's commands, another bundle) then starts as `walletflow dev` starts its worker
+        // (WORKER_PROMOTE=replace).
+        const c = await build('C');
         expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'replace', quiet)).toBe('promoted');
         expect(await finalStatusOf(f4.fundingId)).toBe('APPROVED');
         const h4 = await closedHistoryOf(f4.workflowId);
-        const builds = buildsOf(h4);
-        expect(builds[0]).toBe(a.buildId);
-        expect(builds.at(-1)).toBe(c.buildId);
+        const taskBuilds = buildsOf(h4);
+        expect(taskBuilds[0]).toBe(a.buildId);
+        expect(taskBuilds.at(-1)).toBe(c.buildId);
         expect(failedTasksOf(h4)).toEqual([]);
-        // The dev stack restarted on code changed back to an earlier build (A, registered before C): `replace` takes
-        // the current version whatever build has it (C has no worker left), where `always` would leave C current.
+        // The dev stack restarted on code changed back to an earlier build (A, registered before C, its worker gone):
+        // `replace` takes the current version whatever build has it, where `always` would leave C current.
         expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'always', quiet)).toBe('left');
         expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'replace', quiet)).toBe('promoted');
         expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: a.buildId });
