@@ -18,6 +18,10 @@ export async function fundingsApprovedOn(
   limit: number,
 ): Promise<{ items: ApprovedFunding[]; next: DayCursor | null }> {
   const { start, end, cursor } = dayEventsAfter(day, after);
+  // The earlier event of the same funding is looked up among the funding's own events: its status compared as text,
+  // which the partial index of the day's events by time cannot serve (an equality, with the page's own status, would
+  // be carried over to it). Through that index, when the planner chose it, each row of a page walked the day's events
+  // before it: a page at the end of a day of 100,000, some 50 million entries.
   const rows = await database.$queryRaw<
     Array<{
       event_id: bigint;
@@ -33,7 +37,7 @@ export async function fundingsApprovedOn(
     WHERE ev.status = 'APPROVED' AND ev.at >= ${start} AND ev.at < ${end} AND (ev.at, ev.id) > (${cursor.at}::timestamptz, ${cursor.eventId}::bigint)
       AND f.status = 'APPROVED'
       AND NOT EXISTS (
-        SELECT 1 FROM funding_event earlier WHERE earlier.funding_id = ev.funding_id AND earlier.status = 'APPROVED'
+        SELECT 1 FROM funding_event earlier WHERE earlier.funding_id = ev.funding_id AND earlier.status::text = 'APPROVED'
           AND earlier.at >= ${start} AND (earlier.at, earlier.id) < (ev.at, ev.id))
     ORDER BY ev.at, ev.id
     LIMIT ${limit}`;

@@ -154,3 +154,36 @@ export async function rowsExamined(
   const plan = await planOf(client, statement, 'ANALYZE, FORMAT JSON');
   return plan ? visit(plan) : 0;
 }
+
+/**
+ * The blocks of index `index` that running `statement` (with its own parameters and settings) read, from PostgreSQL's
+ * own counters (`pg_statio_user_indexes`, flushed before and after): what a scan walked in the index, entries its index
+ * condition threw away included, which EXPLAIN's rows do not count. The client's backend alone runs between the two
+ * reads, so nothing else is counted.
+ */
+export async function indexBlocksRead(
+  client: pg.ClientBase,
+  statement: RecordedStatement,
+  index: string,
+): Promise<number> {
+  const blocks = async () => {
+    // The counters of this backend, flushed now (not within the second they would otherwise wait), then read afresh.
+    await client.query('SELECT pg_stat_force_next_flush()');
+    await client.query('SELECT pg_stat_clear_snapshot()');
+    const { rows } = await client.query<{ blocks: string }>(
+      'SELECT (idx_blks_hit + idx_blks_read)::text AS blocks FROM pg_statio_user_indexes WHERE indexrelname = $1',
+      [index],
+    );
+    if (!rows[0]) throw new Error(`no index ${index}`);
+    return Number(rows[0].blocks);
+  };
+  const before = await blocks();
+  await client.query({ text: 'BEGIN' });
+  try {
+    for (const setting of statement.settings ?? []) await client.query({ text: setting });
+    await client.query({ text: statement.text, values: statement.values });
+  } finally {
+    await client.query({ text: 'ROLLBACK' });
+  }
+  return (await blocks()) - before;
+}

@@ -18,6 +18,10 @@ export async function paymentsSucceededOn(
   limit: number,
 ): Promise<{ items: SucceededPayment[]; next: DayCursor | null }> {
   const { start, end, cursor } = dayEventsAfter(day, after);
+  // The earlier event of the same payment is looked up among the payment's own events: its status compared as text,
+  // which the partial index of the day's events by time cannot serve (an equality, with the page's own status, would
+  // be carried over to it). Through that index, when the planner chose it, each row of a page walked the day's events
+  // before it: a page at the end of a day of 100,000, some 50 million entries.
   const rows = await database.$queryRaw<
     Array<{
       event_id: bigint;
@@ -36,7 +40,7 @@ export async function paymentsSucceededOn(
     WHERE ev.status = 'SUCCEEDED' AND ev.at >= ${start} AND ev.at < ${end} AND (ev.at, ev.id) > (${cursor.at}::timestamptz, ${cursor.eventId}::bigint)
       AND p.status = 'SUCCEEDED'
       AND NOT EXISTS (
-        SELECT 1 FROM payment_event earlier WHERE earlier.payment_id = ev.payment_id AND earlier.status = 'SUCCEEDED'
+        SELECT 1 FROM payment_event earlier WHERE earlier.payment_id = ev.payment_id AND earlier.status::text = 'SUCCEEDED'
           AND earlier.at >= ${start} AND (earlier.at, earlier.id) < (ev.at, ev.id))
     ORDER BY ev.at, ev.id
     LIMIT ${limit}`;

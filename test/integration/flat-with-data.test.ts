@@ -13,6 +13,7 @@ import { preloadHistory, type PreloadSummary } from '../../harness/bench-preload
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import {
   fullScans,
+  indexBlocksRead,
   isPlannable,
   plannedScans,
   recordingDatabase,
@@ -31,6 +32,9 @@ import { latestFundingsOf, latestPaymentsOf } from '../../api/embedded/money-pag
 import { newFundingRow } from '../support/new-funding-row.ts';
 import { batchRecordsOn, codeItems } from '../support/batch-records.ts';
 import { executesOfTarget } from '../../reviews/execute-evidence.ts';
+import { fundingsApprovedOn } from '../../fundings/fundings-approved-on.ts';
+import { paymentsSucceededOn } from '../../payments/payments-succeeded-on.ts';
+import { lastWholeDay, settlementDay } from '../../ledger/settlement.ts';
 
 const serverUrl = inject('databaseUrl');
 const databaseName = `walletflow_flat_${process.pid}_${Date.now().toString(36)}`;
@@ -418,6 +422,42 @@ describe('flat with data', () => {
         // Before: the batch's FAILED items by reference, each cancelled one read and dropped by its code: 3,000 rows.
         expect(await rowsExamined(explainer, read!, 'funding'), `after ${afterReference}`).toBeLessThanOrEqual(50);
       }
+    } finally {
+      await recording.close();
+    }
+  });
+
+  it('reads a settlement day’s first page of approved fundings and succeeded payments from the day’s first instant: not through every approval and success before the day', async () => {
+    const recording = recordingDatabase(databaseUrl);
+    try {
+      // The history's last whole day in Manila: it has approvals and successes, and 180 days of them before it.
+      const day = settlementDay(lastWholeDay(new Date(), 'Asia/Manila'), 'Asia/Manila');
+      recording.statements.length = 0;
+      const fundings = await fundingsApprovedOn(recording.database, day, null, 500);
+      const payments = await paymentsSucceededOn(recording.database, day, null, 500);
+      expect(fundings.items.length).toBeGreaterThan(0);
+      expect(payments.items.length).toBeGreaterThan(0);
+      const { rows: before } = await explainer.query<{ fundings: number; payments: number }>(
+        `SELECT (SELECT count(*)::int FROM funding_event WHERE status = 'APPROVED' AND at < $1) AS fundings,
+                (SELECT count(*)::int FROM payment_event WHERE status = 'SUCCEEDED' AND at < $1) AS payments`,
+        [day.startsAt],
+      );
+      expect(before[0]!.fundings).toBeGreaterThan(5000);
+      expect(before[0]!.payments).toBeGreaterThan(1000);
+      const read = (table: string) =>
+        recording.statements.find((statement) => statement.text.includes(`FROM ${table} ev`))!;
+      // The day's first page, a few hundred entries, is a few blocks of each index. Before, the first page's cursor
+      // was the epoch: PostgreSQL begins a scan with a row comparison and a bound on its first column at the
+      // comparison, so it walked every entry of the index before the day (68 blocks of the fundings' index here, 18 of
+      // the payments'; a year at 100,000 a day, a gigabyte); and each row's look for an earlier event of its funding on
+      // the day could go through the same index, walking the day's entries before it (204 and 42 blocks here; some 50
+      // million entries a page at the end of a big day).
+      const blocks = {
+        fundings: await indexBlocksRead(explainer, read('funding_event'), 'funding_event_approved_at_id_idx'),
+        payments: await indexBlocksRead(explainer, read('payment_event'), 'payment_event_succeeded_at_id_idx'),
+      };
+      expect(blocks.fundings, JSON.stringify(blocks)).toBeLessThanOrEqual(4);
+      expect(blocks.payments, JSON.stringify(blocks)).toBeLessThanOrEqual(4);
     } finally {
       await recording.close();
     }
