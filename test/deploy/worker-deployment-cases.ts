@@ -118,6 +118,19 @@ export function describeWorkerDeployment(
       return historyOf(workflowId);
     }
 
+    /** Once the funding's run has scheduled an activity: under way on the build it started on. */
+    const underWay = (name: string, funding: { workflowId: string }) =>
+      waitFor(
+        `${name} under way`,
+        async () =>
+          (await historyOf(funding.workflowId)).some(
+            (event) => Number(event.eventType) === EventType.ActivityTaskScheduled,
+          )
+            ? true
+            : undefined,
+        30_000,
+      );
+
     /** The builds that completed each of the run's workflow tasks, in order. */
     const buildsOf = (events: HistoryEvent[]) =>
       events
@@ -216,19 +229,10 @@ export function describeWorkerDeployment(
         // F1 starts on A and waits on the wallet (its transfer takes 6 s to settle) while B is promoted.
         await stack.admin.settings({ processingDelayMs: 6000 });
         const f1 = await startFunding();
-        await waitFor(
-          'F1 under way',
-          async () =>
-            (await historyOf(f1.workflowId)).some(
-              (event) => Number(event.eventType) === EventType.ActivityTaskScheduled,
-            )
-              ? true
-              : undefined,
-          30_000,
-        );
+        await underWay('F1', f1);
         // B ramping (a canary an operator started): a worker of B starting with WORKER_PROMOTE=always leaves its share
         // as it is.
-        const versionB = { deploymentName: stack.taskQueue, buildId: b.buildId };
+        const versionB = versionOf(b.buildId);
         expect((await deployCli('ramp', b.buildId, '10')).code).toBe(0);
         expect(await promoteOnStart(stack.temporal, versionB, 'always', quiet)).toBe('left');
         expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
@@ -241,7 +245,7 @@ export function describeWorkerDeployment(
         await stack.admin.settings({ processingDelayMs: 0 });
         // A worker of A restarting (a container of the draining build, with WORKER_PROMOTE=always) does not take the
         // current version back from B: that is `deploy rollback`'s.
-        const versionA = { deploymentName: stack.taskQueue, buildId: a.buildId };
+        const versionA = versionOf(a.buildId);
         expect(await promoteOnStart(stack.temporal, versionA, 'always', quiet)).toBe('left');
         expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: b.buildId });
 
@@ -367,16 +371,7 @@ export function describeWorkerDeployment(
         // F4 starts on A (the current build) and waits on the wallet; then A's worker stops, as a dev stack's does.
         await stack.admin.settings({ processingDelayMs: 4000 });
         const f4 = await startFunding();
-        await waitFor(
-          'F4 under way',
-          async () =>
-            (await historyOf(f4.workflowId)).some(
-              (event) => Number(event.eventType) === EventType.ActivityTaskScheduled,
-            )
-              ? true
-              : undefined,
-          30_000,
-        );
+        await underWay('F4', f4);
         await stopBuild('A');
         await stack.admin.settings({ processingDelayMs: 0 });
         // C (today's commands, another bundle) then starts as `walletflow dev` starts its worker
