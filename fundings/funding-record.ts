@@ -544,7 +544,11 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     /**
      * FAILED fundings that had a transfer, finished since `since`, oldest update first from `after` on, a page at a
      * time: the sweep checks none executed after all. Through funding_failed_with_transfer_idx (migration
-     * 20261205230100), its predicate in constants; the order is the columns' (f.id a uuid).
+     * 20261205230100), its predicate in constants; the order is the columns' (f.id a uuid). Sorting is off for the
+     * statement (`inIndexOrder`): the planner took the FAILED fundings by status and time instead, and read every
+     * FAILED one without a transfer in the window. A position before `since` (a round's, kept while the window slid on
+     * with the sweeps) is not sent: PostgreSQL begins a scan with a row comparison at the comparison, and would walk
+     * every FAILED funding between the two.
      */
     async listFailedWithTransfer({
       since,
@@ -555,13 +559,17 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       after?: RowPosition | null;
       limit: number;
     }): Promise<Funding[]> {
-      const fromPosition = after
-        ? Prisma.sql`AND (f.updated_at, f.id) > (${after.at}, ${after.id}::uuid)`
-        : Prisma.empty;
-      const rows = await database.$queryRaw<Array<{ id: string; updatedAt: Date }>>`
-        SELECT f.id::text AS id, f.updated_at AS "updatedAt" FROM funding f
-        WHERE f.status = 'FAILED' AND f.transfer_id IS NOT NULL AND f.updated_at >= ${since} ${fromPosition}
-        ORDER BY f.updated_at, f.id LIMIT ${limit}`;
+      const fromPosition =
+        after && after.at.getTime() >= since.getTime()
+          ? Prisma.sql`AND (f.updated_at, f.id) > (${after.at}, ${after.id}::uuid)`
+          : Prisma.empty;
+      const rows = await inIndexOrder(
+        database,
+        (db) => db.$queryRaw<Array<{ id: string; updatedAt: Date }>>`
+          SELECT f.id::text AS id, f.updated_at AS "updatedAt" FROM funding f
+          WHERE f.status = 'FAILED' AND f.transfer_id IS NOT NULL AND f.updated_at >= ${since} ${fromPosition}
+          ORDER BY f.updated_at, f.id LIMIT ${limit}`,
+      );
       if (rows.length === 0) return [];
       const found = new Map(
         (await database.funding.findMany({ where: { id: { in: rows.map((row) => row.id) } } })).map((row) => [

@@ -271,16 +271,19 @@ export async function withoutParallelWorkers<T>(
 
 /**
  * A read whose order is a partial index's (a batch runner's next items, an endpoint's dead letters counted to a
- * limit), run with sorting off, in a transaction of its own (SET LOCAL). The planner takes the columns of a
- * condition for independent (a batch and its items' status, an endpoint and its deliveries' status), and reckons an
- * outer row's matches by the average, so it may fetch and sort every matching row, or read the table until the
- * limit, rather than read the index to it. With sorting off, only a scan of an index that gives the statement's
- * order is left unpenalised, and of those the partial index reads only the rows asked for (another that gives the
- * order, such as a primary key of random UUIDs, reads every row between them).
+ * limit, the sweep's FAILED fundings with a transfer), run with sorting off (incremental sorting too), in a
+ * transaction of its own (SET LOCAL). The planner takes the columns of a condition for independent (a batch and its
+ * items' status, an endpoint and its deliveries' status), and reckons an outer row's matches by the average, so it
+ * may fetch and sort every matching row, or read the table until the limit, rather than read the index to it. With
+ * sorting off, only a scan of an index that gives the statement's order is left unpenalised, and of those the partial
+ * index reads only the rows asked for (another that gives the order, such as a primary key of random UUIDs, reads
+ * every row between them).
  */
 export function inIndexOrder<T>(database: Database, query: (db: Prisma.TransactionClient) => Promise<T>): Promise<T> {
   return database.$transaction(async (tx) => {
     await tx.$executeRaw`SET LOCAL enable_sort = off`;
+    // A sort of rows that an index gives in part of the order (by status, then time) is a sort too.
+    await tx.$executeRaw`SET LOCAL enable_incremental_sort = off`;
     return query(tx);
   });
 }

@@ -13,7 +13,7 @@ import { isFinalPaymentStatus, paymentStatuses, reviewStatus } from '../../domai
 import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { fundingsHoldingOn } from '../../fundings/funding-lookup.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
-import { recordingDatabase, rowsExamined } from '../../harness/query-plans.ts';
+import { indexBlocksRead, recordingDatabase, rowsExamined } from '../../harness/query-plans.ts';
 import { dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
@@ -221,5 +221,60 @@ describe('the fundings holding money on a source (the console’s account page)'
   it('are the statuses the partial index says, as the sweep’s candidates are', async () => {
     const listed = await statusesOfIndex('funding_holding_by_source_idx');
     expect(listed.sort()).toEqual([...unfinishedFundingStatuses].sort());
+  });
+});
+
+describe('the FAILED fundings the sweep asks the wallet about again', () => {
+  it('are read from the window even after a position kept before it: not through every FAILED funding between them', async () => {
+    // Found by the second read of the settlement's first page: a round's window (since) slides on with each sweep once
+    // its mark is older than the day it looks back, while the position it kept stays (a round held back by the
+    // wallet's 429s, or sweeps stopped for a day). PostgreSQL begins the scan at the row comparison, so each sweep's
+    // first page walked every FAILED funding between the position and the window.
+    const kind = `failed-${randomUUID()}-`;
+    await client.query({
+      text: `INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, cash_in_code_masked, currency, amount, transfer_id, error_code, created_at, owner_seen_at, updated_at)
+             SELECT gen_random_uuid(), $1::text || g, $2, 'w-' || $1::text || g, 'FAILED', 'CODE', '*****12', 'PHP', 1, 't-' || $1::text || g, 'EXECUTE_FAILED',
+                    now() - interval '47 hours' + g * interval '4 seconds', now(), now() - interval '47 hours' + g * interval '4 seconds'
+             FROM generate_series(1, $3::int) g`,
+      values: [kind, '0'.repeat(64), 20_000],
+    });
+    // And FAILED fundings with no transfer in the window (a create refused, say), as where most failures have none.
+    await client.query({
+      text: `INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, cash_in_code_masked, currency, amount, error_code, created_at, owner_seen_at, updated_at)
+             SELECT gen_random_uuid(), $1::text || g, $2, 'w-' || $1::text || g, 'FAILED', 'CODE', '*****12', 'PHP', 1, 'CODE_INVALID',
+                    now(), now(), now() - interval '100 minutes' + g * interval '100 milliseconds'
+             FROM generate_series(1, $3::int) g`,
+      values: [`unsent-${randomUUID()}-`, '0'.repeat(64), 20_000],
+    });
+    const recent: string[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      const id = randomUUID();
+      await client.query({
+        text: `INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, cash_in_code_masked, currency, amount, transfer_id, error_code, created_at, owner_seen_at, updated_at)
+               VALUES ($1::uuid, $1::text, $2, $1::text, 'FAILED', 'CODE', '*****12', 'PHP', 1, 't-' || $1::text, 'EXECUTE_FAILED', now(), now(), now() - interval '30 minutes')`,
+        values: [id, '0'.repeat(64)],
+      });
+      recent.push(id);
+    }
+    await client.query({ text: 'ANALYZE funding' });
+    const fundings = createFundingRecord({
+      database: recording.database,
+      cipher: createTokenCipher(randomBytes(32)),
+    });
+    recording.statements.length = 0;
+    const page = await fundings.listFailedWithTransfer({
+      since: new Date(Date.now() - 2 * 3_600_000),
+      after: { at: new Date(Date.now() - 48 * 3_600_000), id: randomUUID() },
+      limit: 100,
+    });
+    expect(page.map((funding) => funding.id).sort()).toEqual([...recent].sort());
+    const read = recording.statements.find((statement) => statement.text.includes("f.status = 'FAILED'"))!;
+    // The page's rows, through the partial index from the window on. Before: the (status, updated_at) index, the
+    // 20,000 FAILED fundings without a transfer read and dropped; and with sorting off alone, the partial index walked
+    // from the position (100 blocks).
+    expect(await rowsExamined(client, read, 'funding')).toBeLessThanOrEqual(3);
+    const blocks = await indexBlocksRead(client, read, 'funding_failed_with_transfer_idx');
+    expect(blocks).toBeGreaterThan(0);
+    expect(blocks).toBeLessThanOrEqual(4);
   });
 });

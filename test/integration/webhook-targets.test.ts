@@ -292,7 +292,7 @@ describe('the webhooks the console’s home says are failing', () => {
       // read too). Before: every dead letter and every delivery being retried, at every push of every open home page;
       // then a statement whose plan the planner's costs chose: on some, it read the table once for each endpoint.
       const [read] = recording.statements.filter((each) => /webhook_delivery/.test(each.text));
-      expect(read!.settings).toEqual(['SET LOCAL enable_sort = off']);
+      expect(read!.settings).toEqual(['SET LOCAL enable_sort = off', 'SET LOCAL enable_incremental_sort = off']);
       for (const costs of [
         'RESET ALL',
         'SET random_page_cost = 1.1',
