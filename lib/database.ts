@@ -277,7 +277,9 @@ export async function withoutParallelWorkers<T>(
  * may fetch and sort every matching row, or read the table until the limit, rather than read the index to it. With
  * sorting off, only a scan of an index that gives the statement's order is left unpenalised, and of those the partial
  * index reads only the rows asked for (another that gives the order, such as a primary key of random UUIDs, reads
- * every row between them).
+ * every row between them). An interactive transaction: in the worker it waits its turn in the admission line as any
+ * transaction does (the array form broke callers that wrap `$queryRaw`), so under a load of fundings a sweep's read
+ * may be refused `Overloaded` and retried.
  */
 export function inIndexOrder<T>(database: Database, query: (db: Prisma.TransactionClient) => Promise<T>): Promise<T> {
   return database.$transaction(async (tx) => {
