@@ -9,12 +9,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import { getDefaultHighWaterMark } from 'node:stream';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opensByItself } from '../../api/console/console-auth.ts';
 import { consoleRoutes } from '../../api/console/console-router.ts';
 import { consoleSessionWithKey } from '../support/console-key-sign-in.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { sampleValue } from '../support/prometheus-text.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const watcherKey = randomBytes(32).toString('base64url');
@@ -49,7 +51,7 @@ const signIn = (key: string): Promise<string> => consoleSessionWithKey(stack.api
 async function failingEndpoint(
   where: string,
   status: 'FAILED' | 'PENDING' = 'FAILED',
-): Promise<{ fails(): Promise<void> }> {
+): Promise<{ fails(): Promise<void>; failsOnCommit(): Promise<() => Promise<void>> }> {
   const created = await stack.opsFetch('/ops/webhooks/endpoints', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -69,6 +71,28 @@ async function failingEndpoint(
         where: { id: deliveryId },
         data: { status: 'FAILED', attempts: 5 },
       });
+    },
+    /** The same change, made now in a transaction of its own: it shows once the answered commit runs. */
+    async failsOnCommit() {
+      const client = new pg.Client({ connectionString: testDatabaseUrl() });
+      await client.connect();
+      try {
+        await client.query({ text: 'BEGIN' });
+        await client.query({
+          text: `UPDATE webhook_delivery SET status = 'FAILED', attempts = 5 WHERE id = $1::uuid`,
+          values: [deliveryId],
+        });
+      } catch (error) {
+        await client.end();
+        throw error;
+      }
+      return async () => {
+        try {
+          await client.query({ text: 'COMMIT' });
+        } finally {
+          await client.end();
+        }
+      };
     },
   };
 }
@@ -133,6 +157,10 @@ function openPaused(cookie: string): Promise<PausedStream> {
 const apiMetric = async (name: string, labels: Record<string, string> = {}) =>
   sampleValue(await stack.apiMetrics.registry.metrics(), name, labels) ?? 0;
 const held = () => apiMetric('walletflow_console_live_buffered_bytes');
+/** The same figure, its one series collected (not the registry's every series rendered as text): a quick look. */
+const heldNow = async () =>
+  (await stack.apiMetrics.registry.getSingleMetric('walletflow_console_live_buffered_bytes')?.get())?.values[0]
+    ?.value ?? 0;
 const openStreams = () => apiMetric('walletflow_console_live_streams');
 const stalledStreams = () => apiMetric('walletflow_console_live_streams_ended_total', { outcome: 'stalled' });
 
@@ -186,23 +214,36 @@ describe('a console live stream whose client stops reading', () => {
     const host = `hooks-${randomUUID().slice(0, 8)}.example.com`;
     const endpoint = await failingEndpoint(`${host}/in`, 'PENDING');
     const paused = await openPaused(session);
+    // Home's state is to change while the stream is paused: the delivery's failure is written now, in a transaction
+    // whose commit is all that is left to do once the sockets are full. Between those two moments the stall bound's
+    // clock runs; before, a /metrics text rendered every 150 ms and an update sent after it took the 5 s on a loaded
+    // machine (CI, twice), and the API cut the stream before the test read again.
+    const commit = await endpoint.failsOnCommit();
+    let committed = false;
     try {
       expect(paused.firstPush).not.toContain(host);
       // Its sockets are full: the API holds bytes for it (and the stall bound's clock runs).
       await waitFor(
         'the paused stream’s sockets are full',
-        async () => ((await held()) > 0 ? true : undefined),
+        async () => ((await heldNow()) > 0 ? true : undefined),
         60_000,
+        () => '',
+        10,
       );
-      // Meanwhile Home's state changes: that endpoint's delivery fails (one statement, well within the stall bound).
-      await endpoint.fails();
+      // Meanwhile Home's state changes: that endpoint's delivery fails.
+      await commit();
+      committed = true;
       // It reads again: past what its sockets held, the state now; the stream goes on.
       const { text, ended } = await paused.readUntil((more) => more.includes(host));
+      // And it goes on reading (what comes is dropped): paused again, its sockets would fill again, and the stall
+      // bound's clock would run while the figures below are read (on a loaded machine the API cut it meanwhile).
+      paused.response.resume();
       expect(ended, 'the stream ended before it showed the state now').toBe(false);
       expect(text).not.toContain('event: end');
       expect(await stalledStreams()).toBe(stalledBefore);
       expect(await openStreams()).toBe(openBefore + 1);
     } finally {
+      if (!committed) await commit().catch(() => undefined);
       paused.request.destroy();
     }
   }, 120_000);
