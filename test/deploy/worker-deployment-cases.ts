@@ -220,9 +220,19 @@ export function describeWorkerDeployment(
         const b = await build('B');
         expect(a.buildId).not.toBe(b.buildId);
 
-        const status = await deployCli('status', '--json');
-        expect(status.code, status.stderr).toBe(0);
-        const before = JSON.parse(status.stdout) as { current: string; versions: Array<{ buildId: string }> };
+        // The server lists a build once its pollers have reached it (B's worker starts without waiting for that); in a
+        // loaded CI run the real server's first answer to the CLI was that it knew no such deployment, a moment after
+        // A's worker had made itself current. As the upgrade test does, the status is read until it lists both.
+        const before = await waitFor(
+          'builds A and B registered',
+          async () => {
+            const status = await deployCli('status', '--json');
+            if (status.code !== 0) return undefined;
+            const read = JSON.parse(status.stdout) as { current: string; versions: Array<{ buildId: string }> };
+            return read.versions.length === 2 ? read : undefined;
+          },
+          60_000,
+        );
         expect(before.current).toBe(a.buildId);
         expect(before.versions.map((version) => version.buildId).sort()).toEqual([a.buildId, b.buildId].sort());
 

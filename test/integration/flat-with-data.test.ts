@@ -336,7 +336,7 @@ describe('flat with data', () => {
       ).rows[0]!;
       const expected = (
         await explainer.query<{ id: string }>(
-          `SELECT id::text AS id FROM ledger_entry WHERE account = $1 ORDER BY id DESC LIMIT 5`,
+          `SELECT e.id::text AS id FROM ledger_entry e WHERE e.account = $1 ORDER BY e.id DESC LIMIT 5`,
           [account],
         )
       ).rows.map((row) => row.id);
