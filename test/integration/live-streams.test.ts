@@ -15,7 +15,6 @@ import { opensByItself } from '../../api/console/console-auth.ts';
 import { consoleRoutes } from '../../api/console/console-router.ts';
 import { consoleSessionWithKey } from '../support/console-key-sign-in.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
-import { sampleValue } from '../support/prometheus-text.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -46,12 +45,13 @@ const signIn = (key: string): Promise<string> => consoleSessionWithKey(stack.api
 
 /**
  * A webhook endpoint at `https://${where}` with a delivery: a dead letter (Home lists it among the failing ones), or
- * one still pending, which `fails()` makes a dead letter with one statement.
+ * one still pending, which `failsOnCommit()` makes a dead letter: written at once in a transaction of its own, shown
+ * once the commit it answers runs.
  */
 async function failingEndpoint(
   where: string,
   status: 'FAILED' | 'PENDING' = 'FAILED',
-): Promise<{ fails(): Promise<void>; failsOnCommit(): Promise<() => Promise<void>> }> {
+): Promise<{ failsOnCommit(): Promise<() => Promise<void>> }> {
   const created = await stack.opsFetch('/ops/webhooks/endpoints', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -66,13 +66,6 @@ async function failingEndpoint(
     data: { id: deliveryId, eventId, endpointId, status, attempts: status === 'FAILED' ? 5 : 0 },
   });
   return {
-    async fails() {
-      await stack.database.webhookDelivery.update({
-        where: { id: deliveryId },
-        data: { status: 'FAILED', attempts: 5 },
-      });
-    },
-    /** The same change, made now in a transaction of its own: it shows once the answered commit runs. */
     async failsOnCommit() {
       const client = new pg.Client({ connectionString: testDatabaseUrl() });
       await client.connect();
@@ -154,13 +147,12 @@ function openPaused(cookie: string): Promise<PausedStream> {
   });
 }
 
+/** A series of the API's registry, that metric alone collected (not every series rendered as text): a quick look. */
 const apiMetric = async (name: string, labels: Record<string, string> = {}) =>
-  sampleValue(await stack.apiMetrics.registry.metrics(), name, labels) ?? 0;
+  (await stack.apiMetrics.registry.getSingleMetric(name)?.get())?.values.find((sample) =>
+    Object.entries(labels).every(([label, value]) => String(sample.labels[label]) === value),
+  )?.value ?? 0;
 const held = () => apiMetric('walletflow_console_live_buffered_bytes');
-/** The same figure, its one series collected (not the registry's every series rendered as text): a quick look. */
-const heldNow = async () =>
-  (await stack.apiMetrics.registry.getSingleMetric('walletflow_console_live_buffered_bytes')?.get())?.values[0]
-    ?.value ?? 0;
 const openStreams = () => apiMetric('walletflow_console_live_streams');
 const stalledStreams = () => apiMetric('walletflow_console_live_streams_ended_total', { outcome: 'stalled' });
 
@@ -216,8 +208,8 @@ describe('a console live stream whose client stops reading', () => {
     const paused = await openPaused(session);
     // Home's state is to change while the stream is paused: the delivery's failure is written now, in a transaction
     // whose commit is all that is left to do once the sockets are full. Between those two moments the stall bound's
-    // clock runs; before, a /metrics text rendered every 150 ms and an update sent after it took the 5 s on a loaded
-    // machine (CI, twice), and the API cut the stream before the test read again.
+    // clock runs; before, the registry's every series rendered as text every 150 ms and an update sent after it took
+    // the 5 s on a loaded machine (CI, three times), and the API cut the stream before the test read again.
     const commit = await endpoint.failsOnCommit();
     let committed = false;
     try {
@@ -225,7 +217,7 @@ describe('a console live stream whose client stops reading', () => {
       // Its sockets are full: the API holds bytes for it (and the stall bound's clock runs).
       await waitFor(
         'the paused stream’s sockets are full',
-        async () => ((await heldNow()) > 0 ? true : undefined),
+        async () => ((await held()) > 0 ? true : undefined),
         60_000,
         () => '',
         10,
