@@ -20,11 +20,20 @@ export const httpUrl = z.preprocess(
 /** The redirect URI must match the registered one exactly (interface): kept as given. */
 export const exactHttpUrl = z.preprocess(emptyAsUndefined, httpUrlText.optional());
 
+/**
+ * A PostgreSQL URL that parses as one: a password pasted in unencoded (a "/" of `openssl rand -base64`) is refused
+ * here, naming the variable and never its value, rather than throwing where the URL is first read.
+ */
 export const postgresUrl = z.preprocess(
   emptyAsUndefined,
   z
     .string()
     .refine((value) => /^postgres(ql)?:\/\/.+/.test(value), 'must be a postgres:// or postgresql:// URL')
+    .refine(
+      (value) => URL.canParse(value),
+      'is not a URL that parses: a password (POSTGRES_PASSWORD) holding / ? # @ : % or a space must be percent-encoded' +
+        ' (openssl rand -hex 24 gives one that needs none)',
+    )
     .optional(),
 );
 

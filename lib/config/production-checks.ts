@@ -175,7 +175,7 @@ export function productionProblems(config: AppConfig): string[] {
   }
   if (config.databaseUrl && sampleDatabasePasswords.has(decodeURIComponent(new URL(config.databaseUrl).password))) {
     problems.push(
-      'DATABASE_URL: uses the sample password of .env.example (POSTGRES_PASSWORD); production needs its own (openssl rand -base64 24)',
+      'DATABASE_URL: uses the sample password of .env.example (POSTGRES_PASSWORD); production needs its own (openssl rand -hex 24)',
     );
   }
   if (!config.metricsToken)

@@ -318,6 +318,36 @@ describe('walletflow config check', () => {
     expect(() => checkConfiguration({ ...resolved, TEMPORAL_ADDRESS: undefined })).toThrow(/TEMPORAL_ADDRESS/);
   });
 
+  it('refuses a DATABASE_URL that is no URL, naming it and never its password, as the API, the worker and the CLI start', () => {
+    // Found by a read: `openssl rand -base64 24`, the advice for POSTGRES_PASSWORD, gives a "/" four times in ten,
+    // and compose pastes the password into DATABASE_URL unencoded. The schema took any text after postgres://, so the
+    // production check's own `new URL` threw a TypeError, not a ConfigError: the API and the worker died with the
+    // URL, password and all, in the log, and `walletflow migrate` said only "Invalid URL".
+    const password = 'Zx9/Qw+k1Lm8';
+    const databaseUrl = `postgres://walletflow:${password}@postgres:5432/walletflow`;
+    const problems = problemsOf({ DATABASE_URL: databaseUrl });
+    expect(problems.filter((problem) => problem.startsWith('DATABASE_URL:'))).toHaveLength(1);
+    expect(problems.join('\n')).not.toContain(password);
+    const refusal = (() => {
+      try {
+        checkConfiguration({ ...resolved, DATABASE_URL: databaseUrl });
+      } catch (error) {
+        return error as Error;
+      }
+      return null;
+    })();
+    expect(refusal?.name).toBe('ConfigError');
+    expect(refusal?.message).toMatch(/DATABASE_URL: .*percent-encoded/);
+    expect(refusal?.message).not.toContain(password);
+    // A password that needs no encoding, and one that is encoded, pass.
+    expect(checkConfiguration({ ...resolved, DATABASE_URL: databaseUrl.replace(password, 'a0b1c2d3e4f5') })).toMatch(
+      /ok/,
+    );
+    expect(
+      checkConfiguration({ ...resolved, DATABASE_URL: databaseUrl.replace(password, encodeURIComponent(password)) }),
+    ).toMatch(/ok/);
+  });
+
   it('refuses what the worker refuses at start besides: a wallet time-out past the executes’ bound, tracing without the traced bundle', () => {
     // Before: only the worker refused them, once the deploy's migrations had run.
     expect(() => checkConfiguration({ ...resolved, WALLET_TIMEOUT_MS: '18001' })).toThrow(/WALLET_TIMEOUT_MS: at most/);
