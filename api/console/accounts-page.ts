@@ -22,6 +22,7 @@ import { isEntriesCursor } from '../../ledger/ledger.ts';
 import { lastWholeDay } from '../../ledger/settlement.ts';
 import type { SettlementRun } from '../../ledger/settlement-runs.ts';
 import { refusalWords, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
+import { clientGone } from '../http/client-gone.ts';
 import {
   defineRoute,
   htmlAnswer,
@@ -480,11 +481,9 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       });
       return;
     }
-    const gone = new AbortController();
-    req.once('close', () => gone.abort());
     let answer: Awaited<ReturnType<typeof deps.settlements.settle>>;
     try {
-      answer = await deps.settlements.settle(date.data, { requestedBy: person.name, signal: gone.signal });
+      answer = await deps.settlements.settle(date.data, { requestedBy: person.name, signal: clientGone(res) });
     } catch (error) {
       if (!(error instanceof WorkflowUnavailableError)) throw error;
       // The day's run is recorded but Temporal could not start it: this page, reloaded, starts it.

@@ -5,7 +5,7 @@
 // until the client took what is buffered ('drain'). A client that takes nothing for the stall bound
 // once the buffer is full (a frozen tab, a suspended laptop, a stuck proxy) is cut off: the
 // connection is destroyed, and with it everything the response held. A client that goes away stops
-// the answer at once. The writer learns either through `stopped`.
+// the answer at once, as does one gone before the answer began. The writer learns either through `stopped`.
 import type { Response } from 'express';
 
 /** Why an answer stopped before its end: its client went away, or took nothing for the stall bound. */
@@ -68,6 +68,9 @@ export function paceResponse(res: Response, options: { stallMs: number }): Paced
   };
   res.on('drain', calm);
   res.on('close', onClose);
+  // A client may have gone before the answer began (while its route read the database): its 'close' is past, and a
+  // destroyed response takes every write without pushing back, so the writer must learn it here or never.
+  if (res.destroyed) halt('disconnected');
 
   const release = () => {
     calm();
@@ -75,7 +78,7 @@ export function paceResponse(res: Response, options: { stallMs: number }): Paced
     res.off('close', onClose);
   };
 
-  const hasRoom = () => why === null && !res.writableEnded && !res.writableNeedDrain;
+  const hasRoom = () => why === null && !res.destroyed && !res.writableEnded && !res.writableNeedDrain;
 
   /** Resolves once `event` is emitted by the response, or the answer stopped first. */
   const until = (event: 'drain' | 'finish'): Promise<boolean> =>

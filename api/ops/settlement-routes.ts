@@ -3,9 +3,10 @@
 // day's run goes (the first GET of a day starts it), waits up to 5 s and answers 202 with its
 // progress and Retry-After; POST /ops/settlements/{date}/runs starts a fresh run (409 while one
 // runs). The rules are in api/ops/settlement-service.ts and ledger/.
-import type { Request, Response, Router } from 'express';
+import type { Response, Router } from 'express';
 import { z } from 'zod';
 import { settlementDateSchema, settlementProgressSchema, settlementSchema } from '../../domain/ledger.ts';
+import { clientGone } from '../http/client-gone.ts';
 import type { CsvStreams } from '../http/csv-stream.ts';
 import type { SettlementRun } from '../../ledger/settlement-runs.ts';
 import { sendProblem } from '../http/problem.ts';
@@ -164,13 +165,6 @@ const dayNotStarted = (res: Response, date: string, timeZone: string) =>
     detail: `${date} has not begun in ${timeZone}: nothing to settle yet`,
   });
 
-/** Aborted when the client goes away, so a waiting request stops reading the run's row. */
-function clientGone(req: Request): AbortSignal {
-  const gone = new AbortController();
-  req.once('close', () => gone.abort());
-  return gone.signal;
-}
-
 export function opsSettlementsRouter(deps: OpsSettlementsDependencies): Router {
   const router = strictRouter();
   const add = routesOn(router, '/ops');
@@ -212,7 +206,7 @@ export function opsSettlementsRouter(deps: OpsSettlementsDependencies): Router {
     const answer =
       req.method === 'HEAD'
         ? await settlements.current(date.data)
-        : await settlements.settle(date.data, { requestedBy: resolvedByOf(req, res), signal: clientGone(req) });
+        : await settlements.settle(date.data, { requestedBy: resolvedByOf(req, res), signal: clientGone(res) });
     switch (answer.kind) {
       case 'none':
         return sendProblem(res, {

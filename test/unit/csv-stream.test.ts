@@ -69,3 +69,43 @@ describe('a streamed CSV whose source fails before its first bytes', () => {
       });
   });
 });
+
+/** Rows counted as they are read: `pages` pages of `rowsPerPage`, each page a moment's wait (a database read). */
+function countedRows(pages: number, rowsPerPage: number) {
+  const read = { pages: 0 };
+  async function* rows() {
+    for (let page = 0; page < pages; page += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+      read.pages += 1;
+      for (let row = 0; row < rowsPerPage; row += 1) yield [`row ${page}-${row} ${'x'.repeat(40)}`];
+    }
+  }
+  return { read, rows: rows() };
+}
+
+describe('a streamed CSV whose client went away before its first bytes', () => {
+  it('reads no more than a page: the client left while the route read the database, before the stream began', async () => {
+    // Found by a read: the pace listened for the response's 'close' only from the stream's start, and a route reads
+    // the database first (a batch's view, a settlement's wait of up to 5 s). A client that left meanwhile was never
+    // seen: a destroyed response takes every write without pushing back, so the report was read whole, page after
+    // page, for no one, until the stall bound (an abandoned download of 100,000 lines read every one of them).
+    const streams = createCsvStreams({ logger: createLogger({ level: 'silent' }) });
+    const source = countedRows(200, 2000);
+    const app = express();
+    let settled: Promise<{ outcome: string; rows: number }> = new Promise(() => undefined);
+    app.get('/report', (_req, res) => {
+      settled = once(res, 'close').then(() =>
+        streams.send(res, { report: 'test', header: ['a'], rows: source.rows }, {}),
+      );
+    });
+    server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const request = http.get(`http://127.0.0.1:${(server.address() as AddressInfo).port}/report`);
+    request.on('error', () => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    request.destroy();
+    await expect.poll(() => Promise.race([settled, 'under way']), { timeout: 10_000 }).not.toBe('under way');
+    expect(await settled).toMatchObject({ outcome: 'disconnected' });
+    expect(source.read.pages).toBeLessThanOrEqual(1);
+  });
+});
