@@ -7,7 +7,12 @@ import { loadConfig } from '../lib/config.ts';
 import { createDatabase, type Database } from '../lib/database.ts';
 import { reencryptCashInCodes } from '../fundings/funding-record.ts';
 import { createTokenCipher } from '../lib/token-cipher.ts';
-import { reencryptLinkTokens, reencryptSessionTokens, type RotationCount } from '../links/token-rotation.ts';
+import {
+  reencryptLinkTokens,
+  reencryptSessionTokens,
+  type RotationCount,
+  type RotationOptions,
+} from '../links/token-rotation.ts';
 import { reencryptWebhookSecrets } from '../webhooks/webhook-store.ts';
 import { exitCodes } from './exit-codes.ts';
 
@@ -19,16 +24,18 @@ export const rotatedColumns = {
   webhookSecrets: ['WebhookEndpoint.secretEncrypted'],
 } as const;
 
+/** Every sealed column re-sealed, each table read a page at a time (`ROTATION_PAGE_ROWS`, 500 rows). */
 export async function rotateKeys(
   database: Database,
   keys: Buffer[],
+  options: RotationOptions = {},
 ): Promise<Record<keyof typeof rotatedColumns, RotationCount>> {
   const cipher = createTokenCipher(keys);
   return {
-    links: await reencryptLinkTokens(database, cipher),
-    sessions: await reencryptSessionTokens(database, cipher),
-    cashInCodes: await reencryptCashInCodes(database, cipher),
-    webhookSecrets: await reencryptWebhookSecrets(database, cipher),
+    links: await reencryptLinkTokens(database, cipher, options),
+    sessions: await reencryptSessionTokens(database, cipher, options),
+    cashInCodes: await reencryptCashInCodes(database, cipher, options),
+    webhookSecrets: await reencryptWebhookSecrets(database, cipher, options),
   };
 }
 

@@ -39,7 +39,7 @@ import { readListPage, readPastCursor, type ListPage, type ListQuery, type Sweep
 import type { RowPosition } from './sweep-marks.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
-import { resealColumn, type RotationCount } from '../links/token-rotation.ts';
+import { inPages, resealColumn, type RotationCount, type RotationOptions } from '../links/token-rotation.ts';
 import { createLedger, type Ledger } from '../ledger/ledger.ts';
 import { checkFundingAmount, checkUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { userUsage } from './funding-usage.ts';
@@ -1015,11 +1015,22 @@ export type FundingRecord = ReturnType<typeof createFundingRecord>;
  * Key rotation (`walletflow rotate-keys`): every stored cash-in code re-sealed under the ring's
  * first key, each only if unchanged meanwhile. A write to the funding table, so it lives here.
  */
-export async function reencryptCashInCodes(database: Database, cipher: TokenCipher): Promise<RotationCount> {
-  const rows = await database.funding.findMany({
-    where: { cashInCodeEncrypted: { not: null } },
-    select: { id: true, cashInCodeEncrypted: true },
-  });
+export async function reencryptCashInCodes(
+  database: Database,
+  cipher: TokenCipher,
+  options: RotationOptions = {},
+): Promise<RotationCount> {
+  const rows = inPages(
+    (after, take) =>
+      database.funding.findMany({
+        where: { cashInCodeEncrypted: { not: null }, ...(after === null ? {} : { id: { gt: after } }) },
+        orderBy: { id: 'asc' },
+        take,
+        select: { id: true, cashInCodeEncrypted: true },
+      }),
+    (row) => row.id,
+    options,
+  );
   return resealColumn(cipher, rows, {
     sealed: (row) => row.cashInCodeEncrypted,
     context: (row) => cashInCodeContext(row.id),

@@ -13,6 +13,33 @@ export interface RotationCount {
   unreadable: number;
 }
 
+/** Rows a rotation reads at once: what it holds is a page, whatever a table holds (a year of cash-in codes). */
+export const ROTATION_PAGE_ROWS = 500;
+
+/** How many rows a rotation reads at once (a test's small pages cross a page's end with few rows). */
+export interface RotationOptions {
+  pageRows?: number;
+}
+
+/**
+ * Every row of a table, a page at a time in its key's order: `readPage` gives up to `take` rows after the key `after`
+ * (null: from the first).
+ */
+export async function* inPages<Row>(
+  readPage: (after: string | null, take: number) => Promise<Row[]>,
+  keyOf: (row: Row) => string,
+  options: RotationOptions = {},
+): AsyncGenerator<Row> {
+  const take = options.pageRows ?? ROTATION_PAGE_ROWS;
+  let after: string | null = null;
+  for (;;) {
+    const page = await readPage(after, take);
+    yield* page;
+    if (page.length < take) return;
+    after = keyOf(page[page.length - 1]!);
+  }
+}
+
 /** A sealed value under the first key: the same plaintext, re-sealed if an older key sealed it. */
 const reseal = (cipher: TokenCipher, sealed: Uint8Array, context: string): Uint8Array<ArrayBuffer> | null =>
   cipher.isStale(sealed) ? cipher.encrypt(cipher.decrypt(sealed, context), context) : null;
@@ -27,10 +54,24 @@ async function resealOrCount(count: RotationCount, run: () => Promise<boolean>):
   }
 }
 
-export async function reencryptLinkTokens(database: Database, cipher: TokenCipher): Promise<RotationCount> {
+export async function reencryptLinkTokens(
+  database: Database,
+  cipher: TokenCipher,
+  options: RotationOptions = {},
+): Promise<RotationCount> {
   const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
-  const ids = await database.tokenSet.findMany({ select: { linkId: true } });
-  for (const { linkId } of ids) {
+  const ids = inPages(
+    (after, take) =>
+      database.tokenSet.findMany({
+        where: after === null ? {} : { linkId: { gt: after } },
+        orderBy: { linkId: 'asc' },
+        take,
+        select: { linkId: true },
+      }),
+    (row) => row.linkId,
+    options,
+  );
+  for await (const { linkId } of ids) {
     count.examined += 1;
     const changed = await resealOrCount(count, () =>
       database.$transaction(async (tx) => {
@@ -57,13 +98,24 @@ export async function reencryptLinkTokens(database: Database, cipher: TokenCiphe
   return count;
 }
 
-export async function reencryptSessionTokens(database: Database, cipher: TokenCipher): Promise<RotationCount> {
+export async function reencryptSessionTokens(
+  database: Database,
+  cipher: TokenCipher,
+  options: RotationOptions = {},
+): Promise<RotationCount> {
   const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
-  const ids = await database.embeddedSession.findMany({
-    where: { accessTokenEncrypted: { not: null } },
-    select: { id: true },
-  });
-  for (const { id } of ids) {
+  const ids = inPages(
+    (after, take) =>
+      database.embeddedSession.findMany({
+        where: { accessTokenEncrypted: { not: null }, ...(after === null ? {} : { id: { gt: after } }) },
+        orderBy: { id: 'asc' },
+        take,
+        select: { id: true },
+      }),
+    (row) => row.id,
+    options,
+  );
+  for await (const { id } of ids) {
     count.examined += 1;
     const changed = await resealOrCount(count, () =>
       database.$transaction(async (tx) => {
@@ -100,7 +152,7 @@ export async function reencryptSessionTokens(database: Database, cipher: TokenCi
  */
 export async function resealColumn<Row>(
   cipher: TokenCipher,
-  rows: Row[],
+  rows: AsyncIterable<Row>,
   column: {
     sealed(row: Row): Uint8Array | null;
     context(row: Row): string;
@@ -108,7 +160,7 @@ export async function resealColumn<Row>(
   },
 ): Promise<RotationCount> {
   const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
-  for (const row of rows) {
+  for await (const row of rows) {
     count.examined += 1;
     const sealed = column.sealed(row);
     if (!sealed || !cipher.isStale(sealed)) continue;

@@ -17,7 +17,7 @@ import type {
 import { inIndexOrder, type Database } from '../lib/database.ts';
 import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
-import { resealColumn, type RotationCount } from '../links/token-rotation.ts';
+import { inPages, resealColumn, type RotationCount, type RotationOptions } from '../links/token-rotation.ts';
 import { newWebhookSecret } from './signature.ts';
 
 /** What an endpoint's secret is sealed to: a secret copied into another row does not decrypt. */
@@ -456,8 +456,22 @@ export type WebhookStore = ReturnType<typeof createWebhookStore>;
  * to decrypt once the old key left the ring). Deleted endpoints too: their
  * deliveries are kept on record and may be redelivered.
  */
-export async function reencryptWebhookSecrets(database: Database, cipher: TokenCipher): Promise<RotationCount> {
-  const rows = await database.webhookEndpoint.findMany({ select: { id: true, secretEncrypted: true } });
+export async function reencryptWebhookSecrets(
+  database: Database,
+  cipher: TokenCipher,
+  options: RotationOptions = {},
+): Promise<RotationCount> {
+  const rows = inPages(
+    (after, take) =>
+      database.webhookEndpoint.findMany({
+        where: after === null ? {} : { id: { gt: after } },
+        orderBy: { id: 'asc' },
+        take,
+        select: { id: true, secretEncrypted: true },
+      }),
+    (row) => row.id,
+    options,
+  );
   return resealColumn(cipher, rows, {
     sealed: (row) => row.secretEncrypted,
     context: (row) => webhookSecretContext(row.id),

@@ -433,4 +433,80 @@ describe('key rotation (walletflow rotate-keys)', () => {
     const row = await stack.database.webhookEndpoint.findUniqueOrThrow({ where: { id } });
     expect(createTokenCipher(newKey).decrypt(row.secretEncrypted, webhookSecretContext(id))).toBe(secret);
   });
+
+  it('reads each sealed table a page at a time: no statement reads one whole, and every value of every page is re-sealed', async () => {
+    // Found by a read: the cash-in codes, webhook secrets, link and session ids were each read whole into memory by
+    // one findMany; at 100,000 fundings a day a year's codes are more than the CLI's heap, so the old keys could never
+    // leave the ring.
+    const { randomBytes, randomUUID } = await import('node:crypto');
+    const { Prisma } = await import('../../generated/prisma/client.ts');
+    const { createTokenCipher } = await import('../../lib/token-cipher.ts');
+    const { cashInCodeContext } = await import('../../fundings/funding-record.ts');
+    const { webhookSecretContext } = await import('../../webhooks/webhook-store.ts');
+    const { rotateKeys } = await import('../../cli/rotate-keys.ts');
+    const { recordingDatabase } = await import('../../harness/query-plans.ts');
+    const old = createTokenCipher(stack.encryptionKey);
+    const codes = new Map<string, string>();
+    for (let index = 0; index < 5; index += 1) {
+      const id = randomUUID();
+      const code = String(1_000_000 + index);
+      codes.set(id, code);
+      await stack.database.funding.create({
+        data: {
+          id,
+          idempotencyKey: `rotate-${id}`,
+          requestFingerprint: '0'.repeat(64),
+          workflowId: `funding-rotate-test-${id}`,
+          status: 'FAILED',
+          recipientType: 'CODE',
+          cashInCodeEncrypted: old.encrypt(code, cashInCodeContext(id)),
+          cashInCodeMasked: `*****${code.slice(-2)}`,
+          currency: 'PHP',
+          amount: new Prisma.Decimal('12.00'),
+        },
+      });
+    }
+    const links: string[] = [];
+    for (let index = 0; index < 3; index += 1) links.push((await embeddedLink()).linkId);
+    const endpoints: string[] = [];
+    for (let index = 0; index < 3; index += 1) {
+      const created = await stack.opsFetch('/ops/webhooks/endpoints', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url: `https://partner.example/rotate-${index}`, events: ['funding.approved'] }),
+      });
+      expect(created.status).toBe(201);
+      endpoints.push(((await created.json()) as { id: string }).id);
+    }
+    const recording = recordingDatabase(testDatabaseUrl());
+    const newKey = randomBytes(32);
+    try {
+      const counts = await rotateKeys(recording.database, [newKey, stack.encryptionKey], { pageRows: 2 });
+      for (const part of ['links', 'cashInCodes', 'webhookSecrets'] as const) {
+        expect(counts[part].examined, part).toBeGreaterThanOrEqual(3);
+      }
+      // (Values an earlier test of the file re-sealed under a key of its own are unreadable under this ring.)
+      expect(counts.cashInCodes).toMatchObject({ reencrypted: 5, unreadable: 0 });
+      const reads = recording.statements.filter(({ text }) =>
+        /^\s*SELECT\b[\s\S]*\bFROM\s+"public"\."(funding|token_set|embedded_session|webhook_endpoint)"/i.test(text),
+      );
+      expect(reads.length).toBeGreaterThan(0);
+      const whole = reads.filter(
+        ({ text }) => !/\bLIMIT\b/i.test(text) && !/\bWHERE\b[\s\S]*\b(id|link_id)"? = \$1\b/i.test(text),
+      );
+      expect(whole.map(({ text }) => text)).toEqual([]);
+    } finally {
+      await recording.close();
+    }
+    const onlyNew = createTokenCipher(newKey);
+    for (const [id, code] of codes) {
+      const row = await stack.database.funding.findUniqueOrThrow({ where: { id } });
+      expect(onlyNew.decrypt(row.cashInCodeEncrypted!, cashInCodeContext(id))).toBe(code);
+    }
+    for (const row of await stack.database.webhookEndpoint.findMany({ where: { id: { in: endpoints } } }))
+      expect(() => onlyNew.decrypt(row.secretEncrypted, webhookSecretContext(row.id))).not.toThrow();
+    const sealedLinks = await stack.database.tokenSet.findMany({ where: { linkId: { in: links } } });
+    expect(sealedLinks).toHaveLength(3);
+    for (const row of sealedLinks) expect(onlyNew.isStale(row.accessTokenEncrypted), row.linkId).toBe(false);
+  });
 });
