@@ -15,7 +15,7 @@ import { readLoginToken, spendLoginGrant, type LoginRefusal } from '../../links/
 import type { Logger } from '../../lib/logger.ts';
 import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import type { TokenStore } from '../../links/token-store.ts';
-import { isWalletError, type WalletClient } from '../../wallet/index.ts';
+import { isWalletError, retryDelayOf, type WalletClient } from '../../wallet/index.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { pageCsp, renderPage, type PageContent } from './connect-pages.ts';
 import { limitRequests, rateLimitedPageAnswer, type RateLimiter } from '../http/rate-limit.ts';
@@ -491,7 +491,9 @@ export function connectRouter(deps: ConnectDependencies): Router {
       // Too many requests at once (docs/architecture.md, admission), or the database connection lost: answered 503
       // with Retry-After by onError below (nothing could be written here either).
       if (overloadOf(error) || lostConnectionOf(error)) throw error;
-      const code = isWalletError(error) ? error.code : 'INTERNAL';
+      // The wallet asked us to slow down (its 429): nothing was linked, and the person is told when to start again.
+      const rateLimited = isWalletError(error) && error.httpStatus === 429;
+      const code = rateLimited ? 'WALLET_RATE_LIMITED' : isWalletError(error) ? error.code : 'INTERNAL';
       deps.logger.warn(
         { code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined },
         'connect callback failed',
@@ -502,6 +504,18 @@ export function connectRouter(deps: ConnectDependencies): Router {
           data: { partnerUserId, type: 'LOGIN_FAILED', detail: `code exchange: ${code}`.slice(0, 500) },
         }),
       ]);
+      if (rateLimited) {
+        const seconds = Math.ceil((retryDelayOf(error) ?? 5000) / 1000);
+        res.setHeader('Retry-After', String(seconds));
+        page(res, 503, {
+          tone: 'error',
+          title: 'Your wallet was not linked',
+          paragraphs: [
+            `The wallet service is busy just now, and nothing was linked. Please start the login again in ${seconds} seconds.`,
+          ],
+        });
+        return;
+      }
       const refused = isWalletError(error) && error.outcome === 'rejected';
       page(res, refused ? 400 : 502, {
         tone: 'error',

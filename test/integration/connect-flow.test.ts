@@ -207,6 +207,29 @@ describe('/connect/callback', () => {
     expect(event?.detail).toContain('invalid_grant');
   });
 
+  it('answers the wallet asking it to slow down with 503 and its Retry-After, saying nothing was linked', async () => {
+    // Found by a read: the wallet's 429 on the code exchange fell to the generic failure, a 502 "did not answer in
+    // time" with no Retry-After, where every other path answers a wallet's 429 with 503 WALLET_RATE_LIMITED and when.
+    const user = await stack.admin.createUser({ password: 'pw-slow-down' });
+    const { location, partnerUserId } = await startLogin(user.mobile);
+    const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-slow-down');
+    await stack.admin.setFaults([{ endpoint: 'connect.token', mode: 'rate-limited', rate: 1, retryAfterSeconds: 7 }]);
+    try {
+      const response = await callback(params);
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toBe('7');
+      const text = await response.text();
+      expect(text).toContain('Your wallet was not linked');
+      expect(text).toContain('busy');
+      expect(text).not.toContain('did not answer in time');
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    expect(await stack.database.link.count({ where: { partnerUserId } })).toBe(0);
+    const event = await stack.database.linkEvent.findFirst({ where: { partnerUserId, type: 'LOGIN_FAILED' } });
+    expect(event?.detail).toContain('WALLET_RATE_LIMITED');
+  });
+
   it('shows a clear page for error= and records it', async () => {
     const user = await stack.admin.createUser({ password: 'pw-error' });
     const { state, partnerUserId } = await startLogin(user.mobile);
