@@ -107,14 +107,14 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
 
     /**
      * The payment once the wallet service has given it its paymentId (or once it never will: a
-     * refused create is final), or as it stands after `waitMs`.
+     * refused create is final), or as it stands after `waitMs` or once `gone` (its client left).
      */
-    async viewOnceCreated(id: string, waitMs: number): Promise<PaymentView | null> {
+    async viewOnceCreated(id: string, waitMs: number, gone?: AbortSignal): Promise<PaymentView | null> {
       const deadline = Date.now() + waitMs;
       for (;;) {
         const row = await record.find(id);
         if (!row) return null;
-        if (row.walletPaymentId !== null || isFinalPaymentStatus(row.status) || Date.now() >= deadline)
+        if (row.walletPaymentId !== null || isFinalPaymentStatus(row.status) || Date.now() >= deadline || gone?.aborted)
           return this.view(id);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }

@@ -126,6 +126,11 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
       }
       const pace = paceOf(everyMs);
       const paced = paceResponse(res, { stallMs });
+      // Its browser left before the stream began: it takes no place, and ends no other stream of its session.
+      if (paced.stopped.aborted) {
+        options.metrics?.liveStreamEnded('disconnected');
+        return;
+      }
       open.add(paced);
       let replaced = false;
       let wake = () => {};

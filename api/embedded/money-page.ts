@@ -17,6 +17,7 @@ import type { Database } from '../../lib/database.ts';
 import { isFinalPaymentStatus } from '../../domain/payment.ts';
 import { headroomOf } from '../../ledger/limits.ts';
 import { userUsage } from '../../fundings/funding-usage.ts';
+import { clientGone } from '../http/client-gone.ts';
 import { homePage, loadingPage, type HomePage } from './landing-pages.ts';
 import type { LandingContext } from './landing-context.ts';
 import type { AppActivity } from './landing-json.ts';
@@ -113,10 +114,11 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
     };
   }
 
-  async function waitForOnboarding(session: AppSessionView): Promise<EmbeddedSession> {
+  /** The session once its onboarding is done, or as it stands after the wait or once its user has gone. */
+  async function waitForOnboarding(session: AppSessionView, gone: AbortSignal): Promise<EmbeddedSession> {
     let current = session.embeddedSession;
     const deadline = now() + onboardingWaitMs;
-    while (current.status === 'PENDING' && now() < deadline) {
+    while (current.status === 'PENDING' && now() < deadline && !gone.aborted) {
       await sleep(200);
       const row = await deps.database.embeddedSession.findUniqueOrThrow({
         where: { id: current.id },
@@ -135,7 +137,7 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
     // The user is here: an onboarding the dispatcher has not started yet (a backlog, a failed
     // start) starts now; one already started is left alone (one indexed read).
     if (session.embeddedSession.status === 'PENDING') await deps.onboarding.expedite(session.embeddedSession.id);
-    const embedded = wait ? await waitForOnboarding(session) : session.embeddedSession;
+    const embedded = wait ? await waitForOnboarding(session, clientGone(res)) : session.embeddedSession;
     if (embedded.status === 'PENDING') {
       sendPage(res, 200, loadingPage);
       return null;

@@ -69,7 +69,7 @@ export function createCsvStreams(deps: {
         deps.metrics?.reportRows(csv.report, rows - counted);
         counted = rows;
       };
-      let outcome: ReportStreamOutcome = 'completed';
+      let outcome: ReportStreamOutcome = paced.stoppedBy() ?? 'completed';
       let checkedAt = Date.now();
       let started = false;
       const start = () => {
@@ -77,8 +77,9 @@ export function createCsvStreams(deps: {
         started = true;
       };
       try {
-        // Leaving the loop early (return, break, a throw) closes the source: its reads stop there.
-        for await (const row of csv.rows) {
+        // Leaving the loop early (return, break, a throw) closes the source: its reads stop there. A client gone before
+        // the answer began (while its route read the database) has not a row read for it: the source is never opened.
+        for await (const row of outcome === 'completed' ? csv.rows : []) {
           rows += 1;
           pending += csvLine(row);
           if (pending.length < WRITE_BYTES) continue;

@@ -104,6 +104,7 @@ export function paceResponse(res: Response, options: { stallMs: number }): Paced
       return hasRoom();
     },
     async room() {
+      if (why === null && res.destroyed) halt('disconnected');
       if (why !== null) return why;
       if (!res.writableNeedDrain) return 'drained';
       return (await until('drain')) ? 'drained' : (why ?? 'disconnected');

@@ -9,6 +9,7 @@ import { createPaymentSchema, paymentSchema, paymentStatuses, resolvePaymentSche
 import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
+import { clientGone } from '../http/client-gone.ts';
 import { sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
@@ -169,7 +170,8 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
       case 'created':
       case 'existing': {
         const payment =
-          (await deps.payments.viewOnceCreated(result.payment.id, deps.walletIdWaitMs ?? 3000)) ?? result.payment;
+          (await deps.payments.viewOnceCreated(result.payment.id, deps.walletIdWaitMs ?? 3000, clientGone(res))) ??
+          result.payment;
         res.status(result.kind === 'created' ? 202 : 200).json(payment);
         return;
       }

@@ -21,6 +21,24 @@ export const httpUrl = z.preprocess(
 export const exactHttpUrl = z.preprocess(emptyAsUndefined, httpUrlText.optional());
 
 /**
+ * Whether a URL reads as the one it was meant to be: it parses, its user and password decode, and no "@" is left past
+ * its host (a password whose "/", "?" or "#" came first parses too, the rest of it read as the database's name, query
+ * or fragment).
+ */
+function readsAsOneUrl(value: string): boolean {
+  if (!URL.canParse(value)) return false;
+  const url = new URL(value);
+  if (`${url.pathname}${url.search}${url.hash}`.includes('@')) return false;
+  try {
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * A PostgreSQL URL that parses as one: a password pasted in unencoded (a "/" of `openssl rand -base64`) is refused
  * here, naming the variable and never its value, rather than throwing where the URL is first read.
  */
@@ -30,7 +48,7 @@ export const postgresUrl = z.preprocess(
     .string()
     .refine((value) => /^postgres(ql)?:\/\/.+/.test(value), 'must be a postgres:// or postgresql:// URL')
     .refine(
-      (value) => URL.canParse(value),
+      readsAsOneUrl,
       'is not a URL that parses: a password (POSTGRES_PASSWORD) holding / ? # @ : % or a space must be percent-encoded' +
         ' (openssl rand -hex 24 gives one that needs none)',
     )

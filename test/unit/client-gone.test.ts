@@ -14,14 +14,21 @@ afterEach(async () => {
   server = undefined;
 });
 
-/** A route that waits `before` ms, then asks whether its client is gone; the signal it got, once asked. */
-async function waitingRoute(before: number) {
+/**
+ * A form's route (its body read) that waits for `before`, then asks whether its client is gone; the signal it got, once
+ * asked, and when the route began.
+ */
+async function waitingRoute(before: (res: express.Response) => Promise<unknown>) {
   const app = express();
   app.use(express.urlencoded({ extended: false }));
   let asked: (signal: AbortSignal) => void = () => undefined;
   const signal = new Promise<AbortSignal>((resolve) => (asked = resolve));
+  let routeBegan: () => void = () => undefined;
+  const began = new Promise<void>((resolve) => (routeBegan = resolve));
   app.post('/settle', async (_req, res) => {
-    await new Promise((resolve) => setTimeout(resolve, before));
+    const waited = before(res);
+    routeBegan();
+    await waited;
     const gone = clientGone(res);
     asked(gone);
     // The route's wait: until its client goes, or 5 s.
@@ -36,7 +43,7 @@ async function waitingRoute(before: number) {
   });
   request.on('error', () => undefined);
   request.end('date=2026-12-01');
-  return { request, signal };
+  return { request, signal, began };
 }
 
 describe('clientGone', () => {
@@ -44,7 +51,7 @@ describe('clientGone', () => {
     // Found by a read: the console's "Settle and download" listened for the request's 'close', which a request emits
     // once its body has been read, before the route began: the person leaving was never heard, and the route polled
     // the run for its full 5 s (then streamed a finished report to no one).
-    const { request, signal } = await waitingRoute(0);
+    const { request, signal } = await waitingRoute(() => Promise.resolve());
     const gone = await signal;
     expect(gone.aborted).toBe(false);
     request.destroy();
@@ -52,8 +59,9 @@ describe('clientGone', () => {
   });
 
   it('is aborted at once when the client left before the route asked', async () => {
-    const { request, signal } = await waitingRoute(300);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // The route goes on once the server has seen its client leave (the socket closed).
+    const { request, signal, began } = await waitingRoute((res) => once(res.socket!, 'close'));
+    await began;
     request.destroy();
     expect((await signal).aborted).toBe(true);
   });
@@ -61,15 +69,17 @@ describe('clientGone', () => {
   it('is never aborted for a client that stays and takes its answer', async () => {
     const app = express();
     let gone: AbortSignal | undefined;
+    let closed: Promise<unknown> = Promise.resolve();
     app.get('/quick', (_req, res) => {
       gone = clientGone(res);
+      closed = once(res, 'close');
       res.status(200).end('done');
     });
     server = app.listen(0, '127.0.0.1');
     await once(server, 'listening');
     const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/quick`);
     expect(await response.text()).toBe('done');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await closed;
     expect(gone?.aborted).toBe(false);
   });
 });
