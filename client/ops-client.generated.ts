@@ -505,6 +505,9 @@ export interface WebhookDelivery {
   redeliveredAt: string | null;
   createdAt: string;
   updatedAt: string;
+  /** every attempt on record since it was created, redeliveries included */
+  logged: number;
+  /** its latest attempts, oldest first: 10 in a list of deliveries, 100 in a redelivery's answer (logged counts them all) */
   log: {
     at: string;
     statusCode: number | null;
@@ -848,7 +851,7 @@ export interface OpsClient {
   getWebhookEndpoint(params: GetWebhookEndpointParams, options?: CallOptions): Promise<GetWebhookEndpointAnswer>;
   /** DELETE /ops/webhooks/endpoints/{endpointId}: Delete an endpoint (scope admin): no new deliveries, its pending ones end FAILED; its deliveries stay listed */
   deleteWebhookEndpoint(params: DeleteWebhookEndpointParams, options?: CallOptions): Promise<DeleteWebhookEndpointAnswer>;
-  /** GET /ops/webhooks/deliveries: Deliveries, newest first, a page at a time, each with its attempt log (status code or error, and when) */
+  /** GET /ops/webhooks/deliveries: Deliveries, newest first, a page at a time, each with its latest attempts (status code or error, and when) and how many it has had */
   listWebhookDeliveries(params?: ListWebhookDeliveriesParams, options?: CallOptions): Promise<ListWebhookDeliveriesAnswer>;
   /** POST /ops/webhooks/deliveries/{deliveryId}/redeliver: Send a FAILED (dead-lettered) or delivered delivery again, now, with a new retry window (scope admin); the same `webhook-id` */
   redeliverWebhook(params: RedeliverWebhookParams, options?: CallOptions): Promise<RedeliverWebhookAnswer>;

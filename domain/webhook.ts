@@ -137,6 +137,13 @@ export const webhookAttemptSchema = z.object({
   durationMs: z.number().int(),
 });
 
+/**
+ * A delivery's attempts shown with it: its latest, oldest first, in a list of deliveries, and read alone (its own page,
+ * a redelivery's answer). A redelivery keeps every earlier attempt, so a log grows without end; `logged` counts them.
+ */
+export const LISTED_LOG_ATTEMPTS = 10;
+export const SHOWN_LOG_ATTEMPTS = 100;
+
 export const webhookDeliverySchema = z.object({
   id: z.uuid(),
   endpointId: z.uuid(),
@@ -155,6 +162,9 @@ export const webhookDeliverySchema = z.object({
   redeliveredAt: z.iso.datetime().nullable().meta({ description: 'when it was last sent again; null until then' }),
   createdAt: z.iso.datetime(),
   updatedAt: z.iso.datetime(),
-  log: z.array(webhookAttemptSchema),
+  logged: z.number().int().meta({ description: 'every attempt on record since it was created, redeliveries included' }),
+  log: z.array(webhookAttemptSchema).meta({
+    description: `its latest attempts, oldest first: ${LISTED_LOG_ATTEMPTS} in a list of deliveries, ${SHOWN_LOG_ATTEMPTS} in a redelivery's answer (logged counts them all)`,
+  }),
 });
 export type WebhookDeliveryView = z.infer<typeof webhookDeliverySchema>;

@@ -7,12 +7,14 @@
 import { randomUUID } from 'node:crypto';
 import { maskedWebhookUrl } from './masked-url.ts';
 import { Prisma, type WebhookAttempt, type WebhookDelivery, type WebhookEndpoint } from '../generated/prisma/client.ts';
-import type {
-  CreateWebhookEndpointRequest,
-  WebhookDeliveryStatus,
-  WebhookDeliveryView,
-  WebhookEndpointView,
-  WebhookEventType,
+import {
+  LISTED_LOG_ATTEMPTS,
+  SHOWN_LOG_ATTEMPTS,
+  type CreateWebhookEndpointRequest,
+  type WebhookDeliveryStatus,
+  type WebhookDeliveryView,
+  type WebhookEndpointView,
+  type WebhookEventType,
 } from '../domain/webhook.ts';
 import { inIndexOrder, type Database } from '../lib/database.ts';
 import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
@@ -78,8 +80,19 @@ export interface AttemptOutcome {
 
 export type DeliveryListQuery = ListQuery<WebhookDeliveryStatus> & { endpointId?: string | undefined };
 
-type DeliveryRow = WebhookDelivery & { attemptLog: WebhookAttempt[]; event: { type: string } };
-const withLog = { attemptLog: { orderBy: { id: 'asc' as const } }, event: { select: { type: true } } };
+type DeliveryRow = WebhookDelivery & {
+  attemptLog: WebhookAttempt[];
+  event: { type: string };
+  _count: { attemptLog: number };
+};
+/** A delivery with its latest `attempts` attempts (newest first, as read), and how many it has had. */
+const withLog = (attempts: number) => ({
+  attemptLog: { orderBy: { id: 'desc' as const }, take: attempts },
+  event: { select: { type: true } },
+  _count: { select: { attemptLog: true } },
+});
+const listedLog = withLog(LISTED_LOG_ATTEMPTS);
+const shownLog = withLog(SHOWN_LOG_ATTEMPTS);
 
 /** An endpoint as every view shows it: its address masked (masked-url.ts); only its creation's answer has it whole. */
 export function endpointView(endpoint: WebhookEndpoint): WebhookEndpointView {
@@ -106,7 +119,8 @@ export function deliveryView(delivery: DeliveryRow): WebhookDeliveryView {
     redeliveredAt: delivery.redeliveredAt?.toISOString() ?? null,
     createdAt: delivery.createdAt.toISOString(),
     updatedAt: delivery.updatedAt.toISOString(),
-    log: delivery.attemptLog.map((attempt) => ({
+    logged: delivery._count.attemptLog,
+    log: delivery.attemptLog.toReversed().map((attempt) => ({
       at: attempt.at.toISOString(),
       statusCode: attempt.statusCode,
       error: attempt.error,
@@ -197,7 +211,7 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         database.webhookDelivery.findMany({
           ...read,
           where: { ...read.where, ...(query.endpointId ? { endpointId: query.endpointId } : {}) },
-          include: withLog,
+          include: listedLog,
         }),
       );
       return page.kind === 'page' ? { ...page, items: page.items.map(deliveryView) } : page;
@@ -270,13 +284,13 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         where: { eventId: { in: events.map((event) => event.id) } },
         orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
         take: 200,
-        include: withLog,
+        include: listedLog,
       });
       return deliveries.map(deliveryView);
     },
 
     async getDelivery(id: string): Promise<WebhookDeliveryView | null> {
-      const delivery = await database.webhookDelivery.findUnique({ where: { id }, include: withLog });
+      const delivery = await database.webhookDelivery.findUnique({ where: { id }, include: shownLog });
       return delivery ? deliveryView(delivery) : null;
     },
 
@@ -309,7 +323,7 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         if (moved.count === 0) return { kind: 'pending' as const };
         return {
           kind: 'redelivered' as const,
-          delivery: deliveryView(await tx.webhookDelivery.findUniqueOrThrow({ where: { id }, include: withLog })),
+          delivery: deliveryView(await tx.webhookDelivery.findUniqueOrThrow({ where: { id }, include: shownLog })),
         };
       }),
 

@@ -128,7 +128,7 @@ export function deliveriesTable(
           ? [linkedId(`${CONSOLE_PATH}/webhooks/${delivery.endpointId}`, delivery.endpointId, 'endpoint id')]
           : []),
         stateBadge(delivery.status),
-        String(delivery.log.length),
+        String(delivery.logged),
         last
           ? `${last.statusCode === null ? escapeHtml(last.error ?? 'no answer') : `HTTP ${last.statusCode}`} ${when(last.at, timeZone)}`
           : '<span class="muted">not tried yet</span>',

@@ -136,7 +136,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
                 linkedId(deliveryPath(delivery.id), delivery.id, 'delivery id'),
                 `${escapeHtml(delivery.eventType)} ${idCell(delivery.eventId, 'event id')}`,
                 linkedId(`${CONSOLE_PATH}/webhooks/${delivery.endpointId}`, delivery.endpointId, 'endpoint id'),
-                String(delivery.log.length),
+                String(delivery.logged),
                 last
                   ? `${last.statusCode === null ? escapeHtml(last.error ?? 'no answer') : `HTTP ${last.statusCode}`} ${when(last.at, tz)}`
                   : '',
@@ -266,7 +266,9 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
       ),
       card(
         'attempts',
-        'Every attempt',
+        delivery.logged > delivery.log.length
+          ? `The latest ${delivery.log.length} of ${delivery.logged} attempts`
+          : 'Every attempt',
         table(
           'Attempts, oldest first',
           ['When', 'Answer', 'Error', 'Took'],

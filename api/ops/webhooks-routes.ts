@@ -113,7 +113,8 @@ const routes = {
     path: '/ops/webhooks/deliveries',
     operationId: 'listWebhookDeliveries',
     tag: 'webhooks',
-    summary: 'Deliveries, newest first, a page at a time, each with its attempt log (status code or error, and when)',
+    summary:
+      'Deliveries, newest first, a page at a time, each with its latest attempts (status code or error, and when) and how many it has had',
     access: { opsScope: 'read' },
     query: {
       schema: webhookDeliveryListQuerySchema,

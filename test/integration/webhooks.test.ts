@@ -11,7 +11,12 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 import { bundleVersion, promoteOnStart, versionedWorkerOptions } from '../../lib/worker-deployment.ts';
-import { webhookEventBodySchema, type WebhookDeliveryView } from '../../domain/webhook.ts';
+import {
+  LISTED_LOG_ATTEMPTS,
+  SHOWN_LOG_ATTEMPTS,
+  webhookEventBodySchema,
+  type WebhookDeliveryView,
+} from '../../domain/webhook.ts';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
 import { newFundingRow } from '../support/new-funding-row.ts';
 import { fundingView } from '../../fundings/funding-view.ts';
@@ -308,7 +313,7 @@ describe('delivery', () => {
     expect(delivery.nextAttemptAt).toBeNull();
     expect(delivery.log.length).toBeGreaterThanOrEqual(2);
     expect(delivery.log.every((attempt) => attempt.statusCode === 500 && attempt.error === 'HTTP 500')).toBe(true);
-    const attemptsBefore = delivery.log.length;
+    const attemptsBefore = delivery.logged;
     // Stays dead: nothing more is sent.
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(partner.received.filter((request) => request.id === eventId)).toHaveLength(attemptsBefore);
@@ -335,7 +340,7 @@ describe('delivery', () => {
     const succeeded = done.find((item) => item.id === delivery.id)!;
     expect(succeeded.status).toBe('SUCCEEDED');
     expect(succeeded.log.at(-1)).toMatchObject({ statusCode: 200, error: null });
-    expect(succeeded.log.length).toBe(attemptsBefore + 1);
+    expect(succeeded.logged).toBe(attemptsBefore + 1);
     expect(succeeded).toMatchObject({ redeliveredBy: 'default (as Dana on call)', redeliveredAt: due.redeliveredAt });
     const last = partner.received.filter((request) => request.id === eventId).at(-1)!;
     expect(last.verified).toBe(true);
@@ -345,5 +350,43 @@ describe('delivery', () => {
     ).toBe(404);
     await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`, { method: 'DELETE' });
     await partner.stop();
+  });
+
+  it('a delivery’s log, listed or read alone, holds its latest attempts and says how many it has had', async () => {
+    // Found by a read: every list of deliveries (the ops API's 200 a page, the console's record pages) built each
+    // delivery's whole log, and a redelivery keeps every earlier attempt: an endpoint down for a month, redelivered
+    // each day, answered some 900 attempts a delivery, 180,000 rows in one page.
+    const endpoint = await createEndpoint('https://partner.example/long-log', ['funding.failed']);
+    const eventId = `evt_long_log_${randomUUID()}`;
+    await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
+    const deliveryId = randomUUID();
+    await stack.database.webhookDelivery.create({
+      data: { id: deliveryId, eventId, endpointId: endpoint.id, status: 'FAILED', attempts: 30 },
+    });
+    const logged = 150;
+    await stack.database.webhookAttempt.createMany({
+      data: Array.from({ length: logged }, (_, index) => ({
+        deliveryId,
+        at: new Date(Date.now() - (logged - index) * 60_000),
+        statusCode: 500,
+        error: `HTTP 500 (attempt ${index + 1})`,
+        durationMs: 12,
+      })),
+    });
+    const listed = (await deliveriesOf(endpoint.id)).find((item) => item.id === deliveryId)!;
+    expect(listed.logged).toBe(logged);
+    expect(listed.log.map((attempt) => attempt.error)).toEqual(
+      Array.from(
+        { length: LISTED_LOG_ATTEMPTS },
+        (_, index) => `HTTP 500 (attempt ${logged - LISTED_LOG_ATTEMPTS + index + 1})`,
+      ),
+    );
+    const alone = await stack.opsFetch(`/ops/webhooks/deliveries/${deliveryId}/redeliver`, { method: 'POST' });
+    expect(alone.status).toBe(202);
+    const redelivered = (await alone.json()) as WebhookDeliveryView;
+    expect(redelivered.logged).toBe(logged);
+    expect(redelivered.log).toHaveLength(SHOWN_LOG_ATTEMPTS);
+    expect(redelivered.log.at(-1)?.error).toBe(`HTTP 500 (attempt ${logged})`);
+    await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`, { method: 'DELETE' });
   });
 });
