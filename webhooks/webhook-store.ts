@@ -6,7 +6,7 @@
 // an attempt with what comes next (delivered, retried after a backoff, or FAILED: the dead letter).
 import { randomUUID } from 'node:crypto';
 import { maskedWebhookUrl } from './masked-url.ts';
-import { Prisma, type WebhookAttempt, type WebhookDelivery, type WebhookEndpoint } from '../generated/prisma/client.ts';
+import { Prisma, type WebhookDelivery, type WebhookEndpoint } from '../generated/prisma/client.ts';
 import {
   LISTED_LOG_ATTEMPTS,
   SHOWN_LOG_ATTEMPTS,
@@ -80,19 +80,51 @@ export interface AttemptOutcome {
 
 export type DeliveryListQuery = ListQuery<WebhookDeliveryStatus> & { endpointId?: string | undefined };
 
-type DeliveryRow = WebhookDelivery & {
-  attemptLog: WebhookAttempt[];
-  event: { type: string };
-  _count: { attemptLog: number };
-};
-/** A delivery with its latest `attempts` attempts (newest first, as read), and how many it has had. */
-const withLog = (attempts: number) => ({
-  attemptLog: { orderBy: { id: 'desc' as const }, take: attempts },
-  event: { select: { type: true } },
-  _count: { select: { attemptLog: true } },
-});
-const listedLog = withLog(LISTED_LOG_ATTEMPTS);
-const shownLog = withLog(SHOWN_LOG_ATTEMPTS);
+type DeliveryRow = WebhookDelivery & { event: { type: string } };
+const withEvent = { event: { select: { type: true } } };
+
+/** A delivery's latest attempts, oldest first, and how many it has had. */
+interface AttemptLog {
+  logged: number;
+  log: WebhookDeliveryView['log'];
+}
+
+/**
+ * The latest `shown` attempts of each delivery and how many each has had: each delivery's latest read through the
+ * (delivery_id, id) index, `shown` entries of it (LATERAL), and its count from the same index. (Prisma's include of
+ * the log with a `take` read every attempt of a page's deliveries and kept the latest in memory, and its `_count`
+ * grouped the whole attempt table.)
+ */
+async function attemptLogs(
+  database: Pick<Prisma.TransactionClient, '$queryRaw'>,
+  deliveryIds: readonly string[],
+  shown: number,
+): Promise<Map<string, AttemptLog>> {
+  const logs = new Map<string, AttemptLog>();
+  if (deliveryIds.length === 0) return logs;
+  const counts = await database.$queryRaw<Array<{ delivery_id: string; logged: number }>>`
+    SELECT delivery_id::text, count(*)::int AS logged FROM webhook_attempt
+    WHERE delivery_id = ANY(${deliveryIds}::uuid[]) GROUP BY delivery_id`;
+  for (const { delivery_id, logged } of counts) logs.set(delivery_id, { logged, log: [] });
+  const latest = await database.$queryRaw<
+    Array<{ delivery_id: string; at: Date; status_code: number | null; error: string | null; duration_ms: number }>
+  >`
+    SELECT d.id::text AS delivery_id, a.at, a.status_code, a.error, a.duration_ms
+    FROM unnest(${deliveryIds}::uuid[]) AS d(id)
+    CROSS JOIN LATERAL (
+      SELECT id, at, status_code, error, duration_ms FROM webhook_attempt
+      WHERE delivery_id = d.id ORDER BY id DESC LIMIT ${shown}
+    ) AS a
+    ORDER BY d.id, a.id`;
+  for (const attempt of latest)
+    logs.get(attempt.delivery_id)?.log.push({
+      at: attempt.at.toISOString(),
+      statusCode: attempt.status_code,
+      error: attempt.error,
+      durationMs: attempt.duration_ms,
+    });
+  return logs;
+}
 
 /** An endpoint as every view shows it: its address masked (masked-url.ts); only its creation's answer has it whole. */
 export function endpointView(endpoint: WebhookEndpoint): WebhookEndpointView {
@@ -105,7 +137,8 @@ export function endpointView(endpoint: WebhookEndpoint): WebhookEndpointView {
   };
 }
 
-export function deliveryView(delivery: DeliveryRow): WebhookDeliveryView {
+function deliveryView(delivery: DeliveryRow, logs: ReadonlyMap<string, AttemptLog>): WebhookDeliveryView {
+  const { logged, log } = logs.get(delivery.id) ?? { logged: 0, log: [] };
   return {
     id: delivery.id,
     endpointId: delivery.endpointId,
@@ -119,14 +152,23 @@ export function deliveryView(delivery: DeliveryRow): WebhookDeliveryView {
     redeliveredAt: delivery.redeliveredAt?.toISOString() ?? null,
     createdAt: delivery.createdAt.toISOString(),
     updatedAt: delivery.updatedAt.toISOString(),
-    logged: delivery._count.attemptLog,
-    log: delivery.attemptLog.toReversed().map((attempt) => ({
-      at: attempt.at.toISOString(),
-      statusCode: attempt.statusCode,
-      error: attempt.error,
-      durationMs: attempt.durationMs,
-    })),
+    logged,
+    log,
   };
+}
+
+/** Deliveries as views, each with its latest `shown` attempts. */
+async function deliveryViews(
+  database: Pick<Prisma.TransactionClient, '$queryRaw'>,
+  deliveries: readonly DeliveryRow[],
+  shown: number,
+): Promise<WebhookDeliveryView[]> {
+  const logs = await attemptLogs(
+    database,
+    deliveries.map((delivery) => delivery.id),
+    shown,
+  );
+  return deliveries.map((delivery) => deliveryView(delivery, logs));
 }
 
 /** How far the console's home counts an endpoint's dead letters, and its deliveries retrying: past it, "more than". */
@@ -211,10 +253,12 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         database.webhookDelivery.findMany({
           ...read,
           where: { ...read.where, ...(query.endpointId ? { endpointId: query.endpointId } : {}) },
-          include: listedLog,
+          include: withEvent,
         }),
       );
-      return page.kind === 'page' ? { ...page, items: page.items.map(deliveryView) } : page;
+      return page.kind === 'page'
+        ? { ...page, items: await deliveryViews(database, page.items, LISTED_LOG_ATTEMPTS) }
+        : page;
     },
 
     /**
@@ -284,14 +328,14 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         where: { eventId: { in: events.map((event) => event.id) } },
         orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
         take: 200,
-        include: listedLog,
+        include: withEvent,
       });
-      return deliveries.map(deliveryView);
+      return deliveryViews(database, deliveries, LISTED_LOG_ATTEMPTS);
     },
 
     async getDelivery(id: string): Promise<WebhookDeliveryView | null> {
-      const delivery = await database.webhookDelivery.findUnique({ where: { id }, include: shownLog });
-      return delivery ? deliveryView(delivery) : null;
+      const delivery = await database.webhookDelivery.findUnique({ where: { id }, include: withEvent });
+      return delivery ? ((await deliveryViews(database, [delivery], SHOWN_LOG_ATTEMPTS))[0] ?? null) : null;
     },
 
     /**
@@ -323,7 +367,13 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         if (moved.count === 0) return { kind: 'pending' as const };
         return {
           kind: 'redelivered' as const,
-          delivery: deliveryView(await tx.webhookDelivery.findUniqueOrThrow({ where: { id }, include: shownLog })),
+          delivery: (
+            await deliveryViews(
+              tx,
+              [await tx.webhookDelivery.findUniqueOrThrow({ where: { id }, include: withEvent })],
+              SHOWN_LOG_ATTEMPTS,
+            )
+          )[0]!,
         };
       }),
 

@@ -18,6 +18,9 @@ import {
   type WebhookDeliveryView,
 } from '../../domain/webhook.ts';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
+import { createWebhookStore } from '../../webhooks/webhook-store.ts';
+import { recordingDatabase } from '../../harness/query-plans.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 import { newFundingRow } from '../support/new-funding-row.ts';
 import { fundingView } from '../../fundings/funding-view.ts';
 import { createLogger } from '../../lib/logger.ts';
@@ -355,7 +358,8 @@ describe('delivery', () => {
   it('a delivery’s log, listed or read alone, holds its latest attempts and says how many it has had', async () => {
     // Found by a read: every list of deliveries (the ops API's 200 a page, the console's record pages) built each
     // delivery's whole log, and a redelivery keeps every earlier attempt: an endpoint down for a month, redelivered
-    // each day, answered some 900 attempts a delivery, 180,000 rows in one page.
+    // each day, answered some 900 attempts a delivery, 180,000 rows in one page. Bounding Prisma's include with a
+    // `take` bounded the answer only: it read every attempt and kept the latest in memory.
     const endpoint = await createEndpoint('https://partner.example/long-log', ['funding.failed']);
     const eventId = `evt_long_log_${randomUUID()}`;
     await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
@@ -373,6 +377,23 @@ describe('delivery', () => {
         durationMs: 12,
       })),
     });
+    const recording = recordingDatabase(testDatabaseUrl());
+    try {
+      const store = createWebhookStore({
+        database: recording.database,
+        cipher: createTokenCipher(stack.encryptionKey),
+      });
+      const page = await store.listDeliveries({ endpointId: endpoint.id, limit: 200 });
+      expect(page.kind === 'page' && page.items.map((item) => item.logged)).toEqual([logged]);
+      // The attempts read are the listed deliveries' own, the latest of each (the (delivery_id, id) index): before,
+      // Prisma read every attempt of the page's deliveries, and its count grouped the whole attempt table.
+      const attemptReads = recording.statements.filter(({ text }) => /\bwebhook_attempt\b/.test(text));
+      expect(attemptReads).toHaveLength(2);
+      for (const { text } of attemptReads) expect(text).toMatch(/delivery_id = (ANY\(\$1::uuid\[\]\)|d\.id)/);
+      expect(attemptReads.filter(({ text }) => /\bLIMIT\b/.test(text))).toHaveLength(1);
+    } finally {
+      await recording.close();
+    }
     const listed = (await deliveriesOf(endpoint.id)).find((item) => item.id === deliveryId)!;
     expect(listed.logged).toBe(logged);
     expect(listed.log.map((attempt) => attempt.error)).toEqual(
