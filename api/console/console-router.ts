@@ -26,6 +26,7 @@ import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import {
   consoleCookieNames,
   consoleSessionOf,
+  endedSessionOf,
   isPublicPath,
   readConsoleSession,
   requireCsrf,
@@ -115,7 +116,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   const area = strictRouter();
   // Before anything that may refuse: a write refused for its session, its token or its scope is
   // recorded too (under the person's name, read when the answer is sent).
-  area.use(auditOpsWrites(deps.audit, 'console'));
+  area.use(auditOpsWrites(deps.audit, 'console', { endedSessionOf: (res) => endedSessionOf(res)?.personName ?? null }));
   area.use(readConsoleSession(deps.sessions, deps.grants, consoleCookieNames(deps.secureCookies), deps.publicUrl));
   // A scope a person lacks is refused with a page, in words (the ops API answers a problem document).
   area.use((_req, res, next) => {

@@ -26,9 +26,19 @@ export function auditAsAct(res: Response): void {
  * The API's channel keeps the operator a caller names in X-Ops-Actor as a note beside the key's
  * name; the console's ignores it: there the person signed in is who acts, and nobody else.
  */
-export function auditOpsWrites(log: OpsActionLog, channel: 'api' | 'console' = 'api'): RequestHandler {
+export function auditOpsWrites(
+  log: OpsActionLog,
+  channel: 'api' | 'console' = 'api',
+  options: {
+    /**
+     * Whose session a request without a live one named, when it is known to be over (the console's: idle, past its
+     * lifetime, its key gone): recorded as the act's note, so a write refused for it says whose session sent it.
+     */
+    endedSessionOf?: (res: Response) => string | null;
+  } = {},
+): RequestHandler {
   return (req, res, next) => {
-    const actor = channel === 'api' ? actorNoteOf(req) : null;
+    const note = channel === 'api' ? actorNoteOf(req) : null;
     // As it was asked (req.path is after the mount point; an odd spelling is kept as sent).
     const path = `${req.baseUrl}${req.path}`;
     let recorded = false;
@@ -38,9 +48,11 @@ export function auditOpsWrites(log: OpsActionLog, channel: 'api' | 'console' = '
       recorded = true;
       const requestId = typeof res.locals.requestId === 'string' ? res.locals.requestId : null;
       const status = res.writableFinished || res.headersSent ? res.statusCode : 0;
+      const keyName = actorOf(res.locals)?.name ?? null;
+      const ended = keyName === null ? (options.endedSessionOf?.(res) ?? null) : null;
       log.record({
-        keyName: actorOf(res.locals)?.name ?? null,
-        actor,
+        keyName,
+        actor: ended === null ? note : `session ended: ${ended}`,
         method: req.method,
         path,
         status,

@@ -560,10 +560,16 @@ describe('a session signed in with an ops key rests on that key', () => {
     } finally {
       await later.close();
     }
-    for (const cookie of [sessions.auditor, sessions.rotated]) {
+    const refusedPaths = new Map<string, string>();
+    for (const [name, cookie] of [
+      ['auditor', sessions.auditor],
+      ['rotated', sessions.rotated],
+    ] as const) {
       await expectSignInAsked(await get(restarted.apiBase, '/console/audit', cookie));
       await expectSignInAsked(await get(restarted.apiBase, '/console', cookie));
-      const write = await fetch(`${restarted.apiBase}/console/fundings/${randomUUID()}/cancel`, {
+      const refusedPath = `/console/fundings/${randomUUID()}/cancel`;
+      refusedPaths.set(refusedPath, name);
+      const write = await fetch(`${restarted.apiBase}${refusedPath}`, {
         method: 'POST',
         headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: restarted.apiBase },
         body: '',
@@ -593,6 +599,19 @@ describe('a session signed in with an ops key rests on that key', () => {
       expect(await stream.until(endEvent)).toContain('event: end\ndata: signed-out');
       await stream.close();
     }
+    // The writes their ended sessions sent are recorded as refused with whose sessions they were, as the sign-outs are
+    // (found by a read: under no name, as a stranger's, and past the budget of unnamed refusals only counted).
+    const refusedRows = await waitFor(
+      'the ended sessions’ refused writes audited',
+      async () => {
+        const found = await stack.database.opsAction.findMany({ where: { path: { in: [...refusedPaths.keys()] } } });
+        return found.length >= 2 ? found : undefined;
+      },
+      15_000,
+    );
+    expect(refusedRows.map((row) => [row.status, row.keyName, row.actor]).sort()).toEqual(
+      [...refusedPaths.values()].map((name) => [401, null, `session ended: ${name}`]).sort(),
+    );
     const narrowed = await get(restarted.apiBase, '/console/audit', sessions.lead);
     expect(narrowed.status).toBe(403);
     expect(await narrowed.text()).not.toContain('<table');
