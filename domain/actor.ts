@@ -14,9 +14,12 @@ const apostrophes = /[\u2018\u2019\u02bb\u02bc]/gu;
 const invisible = /[\p{Default_Ignorable_Code_Point}\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}]/gu;
 /**
  * Letters that look like punctuation: the spacing modifier letters (ː ˂ ˃ ˈ, U+02B0–U+02FF), the
- * modifier tone letters (U+A700–U+A721) and the modifier colons (꞉, U+A788–U+A78A).
+ * modifier tone letters (U+A700–U+A721), the modifier colons (꞉, U+A788–U+A78A), the Lisu tone
+ * letters (ꓸ ꓹ ꓺ ꓻ ꓼ ꓽ, U+A4F8–U+A4FD: a full stop, commas, a semicolon, a colon), the N'Ko tone
+ * apostrophes and low line (ߴ ߵ ߺ) and the vertical tilde (ⸯ). Not the letters names are written
+ * with that are modifier letters too (々, ー).
  */
-const punctuationLikeLetter = /[\u02b0-\u02ff\ua700-\ua721\ua788-\ua78a]/u;
+const punctuationLikeLetter = /[\u02b0-\u02ff\ua700-\ua721\ua788-\ua78a\ua4f8-\ua4fd\u07f4\u07f5\u07fa\u2e2f]/u;
 /** One piece of a name: a letter with its marks, or one character that is not a letter. */
 const piece = /(\p{L})(\p{M}*)|[\p{Nd} .'\-,@_]|[\s\S]/gu;
 

@@ -2,7 +2,7 @@
 // the identity provider, shown as plain text that cannot pass for another person, then their own
 // identity. A display name is the provider's, and so, often, the person's own to choose.
 import { describe, expect, it } from 'vitest';
-import { actorIdentity, actorNamedIn, actorWords, personActorName, sameActor } from '../../domain/actor.ts';
+import { actorIdentity, actorNamedIn, actorWords, personActorName, plainName, sameActor } from '../../domain/actor.ts';
 
 const bidiControls = [
   '\u202a',
@@ -83,6 +83,16 @@ describe('a person’s recorded name', () => {
     expect(recorded).not.toContain('(oidc:staff-jose)');
     expect(shown).not.toContain('oidc:');
     expect(sameActor(recorded, 'Jose Reyes (oidc:staff-jose)')).toBe(false);
+  });
+
+  it('shows a letter that looks like punctuation as a space, in any script, and keeps the marks names are written with', () => {
+    // Found by a read: the Lisu tone letters (U+A4F8–A4FD) are letters NFKC keeps, and ꓽ reads as a colon, ꓸ as a
+    // full stop: "oidcꓽstaff-jose" was shown as it was sent.
+    const lookAlikes = ['ː', '˸', '꞉', 'ꓸ', 'ꓹ', 'ꓺ', 'ꓻ', 'ꓼ', 'ꓽ', 'ߴ', 'ߵ', 'ߺ', 'ⸯ'];
+    for (const lookAlike of lookAlikes)
+      expect(plainName(`oidc${lookAlike}staff`), `U+${lookAlike.codePointAt(0)!.toString(16)}`).toBe('oidc staff');
+    // Letters that are part of names stay: the Japanese iteration and prolonged sound marks.
+    expect(plainName('佐々木 ジョージ')).toBe('佐々木 ジョージ');
   });
 
   it('keeps no bidirectional control, invisible or control character, and keeps letters of every script', () => {
