@@ -174,32 +174,37 @@ export const CONSOLE_SIGN_IN_STARTS_PER_MINUTE = 120;
  */
 const WRONG_KEYS_PER_MINUTE = 20;
 
+/**
+ * A path's first segment as a router would read it in any spelling: decoded until nothing more decodes (`%2F` is a
+ * slash then, so `/ops%2Ffundings` is under `ops`; `%252F` too, decoded twice), in lower case. Not decodable: as sent.
+ */
+function firstSegmentOf(path: string): string {
+  let decoded = path;
+  for (let round = 0; round < 4; round += 1) {
+    let next: string;
+    try {
+      next = decodeURIComponent(decoded);
+    } catch {
+      break;
+    }
+    if (next === decoded) break;
+    decoded = next;
+  }
+  return (decoded.split(/[/\\]/).find((segment) => segment !== '') ?? '').toLowerCase();
+}
+
 /** Whether a path is under /ops in any spelling: its first segment, decoded, is `ops` in any case. */
 function isOpsPath(path: string): boolean {
-  const first = path.split('/').find((segment) => segment !== '') ?? '';
-  let decoded = first;
-  try {
-    decoded = decodeURIComponent(first);
-  } catch {
-    // Not decodable: compared as sent.
-  }
-  return decoded.toLowerCase() === 'ops';
+  return firstSegmentOf(path) === 'ops';
 }
 
 /**
- * Whether a path is the console's in another spelling than its own (`/Console/…`, `/%63onsole`, `/console/`): no
- * console route answers it.
+ * Whether a path is the console's in another spelling than its own (`/Console/…`, `/%63onsole`, `/console/`,
+ * `/console%2Ffundings`): no console route answers it.
  */
 function isConsolePathOtherwiseSpelled(path: string): boolean {
   if (path === '/console' || (path.startsWith('/console/') && path !== '/console/')) return false;
-  const first = path.split('/').find((segment) => segment !== '') ?? '';
-  let decoded = first;
-  try {
-    decoded = decodeURIComponent(first);
-  } catch {
-    // Not decodable: compared as sent.
-  }
-  return decoded.toLowerCase() === 'console';
+  return firstSegmentOf(path) === 'console';
 }
 
 /** The answer for a path no route has, in any spelling but a route's own (contract section 12). */

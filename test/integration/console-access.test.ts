@@ -866,6 +866,14 @@ describe('the console’s audit', () => {
       body: '',
     });
     expect(otherSpelling.status).toBe(404);
+    // Found by a read: the first segment alone was decoded, and `console%2Ffundings…` is one segment.
+    const encodedSlashes = await fetch(`${stack.apiBase}/console%2Ffundings%2F${fundingId}%2Fcancel`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...form, cookie: lead },
+      body: '',
+    });
+    expect(encodedSlashes.status).toBe(404);
     const done = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, {
       method: 'POST',
       redirect: 'manual',
@@ -874,13 +882,13 @@ describe('the console’s audit', () => {
     });
     expect(done.status).toBe(404);
     const rows = await waitFor(
-      'the four writes audited',
+      'the five writes audited',
       async () => {
         const found = await stack.database.opsAction.findMany({
           where: { at: { gte: since }, path: { contains: fundingId } },
           orderBy: { id: 'asc' },
         });
-        return found.length >= 4 ? found : undefined;
+        return found.length >= 5 ? found : undefined;
       },
       15_000,
     );
@@ -917,6 +925,14 @@ describe('the console’s audit', () => {
       {
         method: 'POST',
         path: `/CONSOLE/fundings/${fundingId}/cancel`,
+        status: 404,
+        keyName: null,
+        actor: null,
+        channel: 'console',
+      },
+      {
+        method: 'POST',
+        path: `/console%2Ffundings%2F${fundingId}%2Fcancel`,
         status: 404,
         keyName: null,
         actor: null,

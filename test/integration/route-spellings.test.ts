@@ -100,6 +100,10 @@ function otherSpellings(path: string): Array<[string, string]> {
     ['a doubled slash inside', `${segments.slice(0, last).join('/')}//${segments[last]}`],
     ['a percent-encoded letter (lower-case hex)', encoded(false)],
     ['a percent-encoded letter (upper-case hex)', encoded(true)],
+    // Found by a read: the audit's test of the mount decoded the first segment alone, so `/ops%2Ffundings` (one
+    // segment, `ops/fundings` decoded) was no ops path: a write so spelled reached the app's 404 unaudited.
+    ['its slashes percent-encoded', `/${segments.slice(1).join('%2F')}`],
+    ['its slashes percent-encoded twice', `/${segments.slice(1).join('%252f')}`],
   ];
 }
 
