@@ -505,7 +505,7 @@ export interface WebhookDelivery {
   redeliveredAt: string | null;
   createdAt: string;
   updatedAt: string;
-  /** every attempt on record since it was created, redeliveries included */
+  /** every attempt on record since it was created, redeliveries included, counted to 1000 (a figure at it means at least that many) */
   logged: number;
   /** its latest attempts, oldest first: 10 in a list of deliveries, 100 in a redelivery's answer (logged counts them all) */
   log: {

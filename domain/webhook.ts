@@ -139,10 +139,13 @@ export const webhookAttemptSchema = z.object({
 
 /**
  * A delivery's attempts shown with it: its latest, oldest first, in a list of deliveries, and read alone (its own page,
- * a redelivery's answer). A redelivery keeps every earlier attempt, so a log grows without end; `logged` counts them.
+ * a redelivery's answer). A redelivery keeps every earlier attempt, so a log grows without end; `logged` counts them,
+ * to LOGGED_COUNT_LIMIT.
  */
 export const LISTED_LOG_ATTEMPTS = 10;
 export const SHOWN_LOG_ATTEMPTS = 100;
+/** How far a delivery's attempts are counted (`logged`): a figure at it means at least that many. */
+export const LOGGED_COUNT_LIMIT = 1000;
 
 export const webhookDeliverySchema = z.object({
   id: z.uuid(),
@@ -151,7 +154,7 @@ export const webhookDeliverySchema = z.object({
   eventId: z.string(),
   eventType: z.enum(webhookEventTypes),
   status: z.enum(webhookDeliveryStatuses),
-  /** Attempts since it was created or last redelivered (the log holds every one). */
+  /** Attempts since it was created or last redelivered (the stored log holds every one). */
   attempts: z.number().int(),
   nextAttemptAt: z.iso.datetime().nullable(),
   deliveredAt: z.iso.datetime().nullable(),
@@ -162,7 +165,12 @@ export const webhookDeliverySchema = z.object({
   redeliveredAt: z.iso.datetime().nullable().meta({ description: 'when it was last sent again; null until then' }),
   createdAt: z.iso.datetime(),
   updatedAt: z.iso.datetime(),
-  logged: z.number().int().meta({ description: 'every attempt on record since it was created, redeliveries included' }),
+  logged: z
+    .number()
+    .int()
+    .meta({
+      description: `every attempt on record since it was created, redeliveries included, counted to ${LOGGED_COUNT_LIMIT} (a figure at it means at least that many)`,
+    }),
   log: z.array(webhookAttemptSchema).meta({
     description: `its latest attempts, oldest first: ${LISTED_LOG_ATTEMPTS} in a list of deliveries, ${SHOWN_LOG_ATTEMPTS} in a redelivery's answer (logged counts them all)`,
   }),

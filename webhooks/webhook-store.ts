@@ -9,6 +9,7 @@ import { maskedWebhookUrl } from './masked-url.ts';
 import { Prisma, type WebhookDelivery, type WebhookEndpoint } from '../generated/prisma/client.ts';
 import {
   LISTED_LOG_ATTEMPTS,
+  LOGGED_COUNT_LIMIT,
   SHOWN_LOG_ATTEMPTS,
   type CreateWebhookEndpointRequest,
   type WebhookDeliveryStatus,
@@ -90,8 +91,9 @@ interface AttemptLog {
 }
 
 /**
- * The latest `shown` attempts of each delivery and how many each has had: each delivery's latest read through the
- * (delivery_id, id) index, `shown` entries of it (LATERAL), and its count from the same index. (Prisma's include of
+ * The latest `shown` attempts of each delivery and how many each has had, counted to LOGGED_COUNT_LIMIT, in one
+ * statement (one snapshot: the count is never below the attempts shown): each delivery's count and its latest through
+ * the (delivery_id, id) index, at most LOGGED_COUNT_LIMIT and `shown` entries of it (LATERAL). (Prisma's include of
  * the log with a `take` read every attempt of a page's deliveries and kept the latest in memory, and its `_count`
  * grouped the whole attempt table.)
  */
@@ -102,27 +104,38 @@ async function attemptLogs(
 ): Promise<Map<string, AttemptLog>> {
   const logs = new Map<string, AttemptLog>();
   if (deliveryIds.length === 0) return logs;
-  const counts = await database.$queryRaw<Array<{ delivery_id: string; logged: number }>>`
-    SELECT delivery_id::text, count(*)::int AS logged FROM webhook_attempt
-    WHERE delivery_id = ANY(${deliveryIds}::uuid[]) GROUP BY delivery_id`;
-  for (const { delivery_id, logged } of counts) logs.set(delivery_id, { logged, log: [] });
-  const latest = await database.$queryRaw<
-    Array<{ delivery_id: string; at: Date; status_code: number | null; error: string | null; duration_ms: number }>
+  const rows = await database.$queryRaw<
+    Array<{
+      delivery_id: string;
+      logged: number;
+      at: Date | null;
+      status_code: number | null;
+      error: string | null;
+      duration_ms: number | null;
+    }>
   >`
-    SELECT d.id::text AS delivery_id, a.at, a.status_code, a.error, a.duration_ms
+    SELECT d.id::text AS delivery_id, c.logged, a.at, a.status_code, a.error, a.duration_ms
     FROM unnest(${deliveryIds}::uuid[]) AS d(id)
     CROSS JOIN LATERAL (
+      SELECT count(*)::int AS logged
+      FROM (SELECT 1 FROM webhook_attempt WHERE delivery_id = d.id LIMIT ${LOGGED_COUNT_LIMIT}) AS counted
+    ) AS c
+    LEFT JOIN LATERAL (
       SELECT id, at, status_code, error, duration_ms FROM webhook_attempt
       WHERE delivery_id = d.id ORDER BY id DESC LIMIT ${shown}
-    ) AS a
+    ) AS a ON true
     ORDER BY d.id, a.id`;
-  for (const attempt of latest)
-    logs.get(attempt.delivery_id)?.log.push({
-      at: attempt.at.toISOString(),
-      statusCode: attempt.status_code,
-      error: attempt.error,
-      durationMs: attempt.duration_ms,
-    });
+  for (const row of rows) {
+    const entry = logs.get(row.delivery_id) ?? { logged: row.logged, log: [] };
+    logs.set(row.delivery_id, entry);
+    if (row.at !== null)
+      entry.log.push({
+        at: row.at.toISOString(),
+        statusCode: row.status_code,
+        error: row.error,
+        durationMs: row.duration_ms ?? 0,
+      });
+  }
   return logs;
 }
 

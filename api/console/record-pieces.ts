@@ -2,7 +2,7 @@
 // calls behind a record by Request-Reference-No, ledger entries with what moved them, and webhook
 // deliveries with their last attempt. Never a body, a token, a secret or a whole code.
 import type { WalletCallView } from '../../audit/wallet-call-log.ts';
-import type { WebhookDeliveryView } from '../../domain/webhook.ts';
+import { LOGGED_COUNT_LIMIT, type WebhookDeliveryView } from '../../domain/webhook.ts';
 import { actorNamedIn, isWalletUser } from '../../domain/actor.ts';
 import type { LedgerEntryDetail } from '../../ledger/ledger.ts';
 import { CONSOLE_PATH, escapeHtml, idCell, money, stateBadge, table, when } from './console-layout.ts';
@@ -109,6 +109,13 @@ export function ledgerEntriesTable(
   );
 }
 
+/** How many attempts a delivery has had, as counted (LOGGED_COUNT_LIMIT and more: "1,000 or more"). */
+export function attemptsLogged(delivery: Pick<WebhookDeliveryView, 'logged'>): string {
+  return delivery.logged >= LOGGED_COUNT_LIMIT
+    ? `${LOGGED_COUNT_LIMIT.toLocaleString('en-US')} or more`
+    : String(delivery.logged);
+}
+
 /** Webhook deliveries: the event, the endpoint, the state, the attempts and the last answer. */
 export function deliveriesTable(
   deliveries: readonly WebhookDeliveryView[],
@@ -128,7 +135,7 @@ export function deliveriesTable(
           ? [linkedId(`${CONSOLE_PATH}/webhooks/${delivery.endpointId}`, delivery.endpointId, 'endpoint id')]
           : []),
         stateBadge(delivery.status),
-        String(delivery.logged),
+        attemptsLogged(delivery),
         last
           ? `${last.statusCode === null ? escapeHtml(last.error ?? 'no answer') : `HTTP ${last.statusCode}`} ${when(last.at, timeZone)}`
           : '<span class="muted">not tried yet</span>',

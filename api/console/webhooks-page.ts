@@ -36,7 +36,7 @@ import {
   sendNotFound,
   sendRefused,
 } from './page-pieces.ts';
-import { deliveriesTable } from './record-pieces.ts';
+import { attemptsLogged, deliveriesTable } from './record-pieces.ts';
 
 export type WebhooksPageDependencies = Pick<ConsoleServices, 'webhooks' | 'timeZone'>;
 
@@ -136,7 +136,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
                 linkedId(deliveryPath(delivery.id), delivery.id, 'delivery id'),
                 `${escapeHtml(delivery.eventType)} ${idCell(delivery.eventId, 'event id')}`,
                 linkedId(`${CONSOLE_PATH}/webhooks/${delivery.endpointId}`, delivery.endpointId, 'endpoint id'),
-                String(delivery.logged),
+                attemptsLogged(delivery),
                 last
                   ? `${last.statusCode === null ? escapeHtml(last.error ?? 'no answer') : `HTTP ${last.statusCode}`} ${when(last.at, tz)}`
                   : '',
@@ -267,7 +267,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
       card(
         'attempts',
         delivery.logged > delivery.log.length
-          ? `The latest ${delivery.log.length} of ${delivery.logged} attempts`
+          ? `The latest ${delivery.log.length} of ${attemptsLogged(delivery)} attempts`
           : 'Every attempt',
         table(
           'Attempts, oldest first',
