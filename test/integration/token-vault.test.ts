@@ -490,7 +490,14 @@ describe('key rotation (walletflow rotate-keys)', () => {
       const reads = recording.statements.filter(({ text }) =>
         /^\s*SELECT\b[\s\S]*\bFROM\s+"public"\."(funding|token_set|embedded_session|webhook_endpoint)"/i.test(text),
       );
-      expect(reads.length).toBeGreaterThan(0);
+      // Each of the four tables is read, and in pages: a statement of each carries a LIMIT.
+      for (const table of ['funding', 'token_set', 'embedded_session', 'webhook_endpoint'])
+        expect(
+          reads.filter(({ text }) => text.includes(`FROM "public"."${table}"`) && /\bLIMIT\b/.test(text)).length,
+          table,
+        ).toBeGreaterThan(0);
+      // Pages of two: the five codes took three reads, each after the last page's last id.
+      expect(reads.filter(({ text }) => text.includes('FROM "public"."funding"')).length).toBeGreaterThanOrEqual(3);
       const whole = reads.filter(
         ({ text }) => !/\bLIMIT\b/i.test(text) && !/\bWHERE\b[\s\S]*\b(id|link_id)"? = \$1\b/i.test(text),
       );
