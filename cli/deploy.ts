@@ -176,7 +176,10 @@ export async function runDeploy(action: DeployAction): Promise<number> {
         });
         console.log(
           percent === 0
-            ? `deployment ${deploymentName}: no ramp; every new workflow goes to ${current ?? 'none'}`
+            ? `deployment ${deploymentName}: no ramp; every new workflow goes to ${current ?? 'none'}` +
+                (endsUnversioned
+                  ? ''
+                  : `; the runs ${action.buildId} took stay pinned to it: keep its workers until \`walletflow deploy status\` says it drained`)
             : `deployment ${deploymentName}: ${percent}% of new workflows go to ${action.buildId}, the rest to ${current ?? 'none'}`,
         );
         return 0;

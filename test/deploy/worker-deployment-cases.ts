@@ -291,6 +291,8 @@ export function describeWorkerDeployment(
         expect(await routing()).toEqual({ current: b.buildId, ramping: a.buildId });
         const ended = await deployCli('ramp', a.buildId, '0');
         expect([ended.code, ended.stdout]).toEqual([0, expect.stringContaining('no ramp')]);
+        // The runs the canary took stay pinned to it: stopping its workers now would strand them (found by a read).
+        expect(ended.stdout).toContain(`the runs ${a.buildId} took stay pinned to it: keep its workers until`);
         expect(await routing()).toEqual({ current: b.buildId, ramping: null });
 
         const rolledBack = await deployCli('rollback');

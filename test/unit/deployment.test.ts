@@ -112,19 +112,23 @@ describe('docker-compose.yml', () => {
       // Every compose command of the deploy names the new build's tag for the services it runs (a `run` of migrate or
       // api, or worker-next's `up`, whose start runs migrate first): the running release's image has the old
       // migrations, and a release from before Worker Versioning has no `deploy` command.
-      for (const line of lines.filter((line) => /run --rm (migrate|api)|up -d .*worker-next/.test(line)))
+      for (const line of lines.filter((line) => /run --rm (--no-deps )?(migrate|api)|up -d .*worker-next/.test(line)))
         expect(line, line).toMatch(/WALLETFLOW_VERSION=2 /);
       // The new build's configuration check comes first: a setting it refuses stops the deploy before the migrations
       // (found by a read: the workers of a build whose production checks grew exited 78 after the schema changed).
       const checked = lines.findIndex((line) => /WALLETFLOW_VERSION=2 .*config check/.test(line));
-      const migrated = lines.findIndex((line) => /run --rm migrate/.test(line));
+      const migrated = lines.findIndex((line) => /run --rm (--no-deps )?migrate/.test(line));
       expect(checked, block).toBeGreaterThanOrEqual(0);
       expect(checked, block).toBeLessThan(migrated);
       // The API moves to the new build after the promotion, never before (the new API may start workflows the old
       // workers do not have).
       const promoted = lines.findIndex((line) => /deploy promote/.test(line));
-      const rolled = lines.findIndex((line) => /WALLETFLOW_VERSION=2 docker compose up -d api/.test(line));
+      const rolled = lines.findIndex((line) => /WALLETFLOW_VERSION=2 docker compose up -d (--no-deps )?api/.test(line));
       expect(rolled, block).toBeGreaterThan(promoted);
+      // No command of a deploy recreates what it did not name (found by a read: the new compose file's `postgres`
+      // differs, and a `run` or an `up` without --no-deps restarted PostgreSQL under the running release).
+      for (const line of lines.filter((line) => /docker compose .*\b(run|up)\b/.test(line)))
+        expect(line, line).toMatch(/--no-deps/);
     }
   });
 
