@@ -45,7 +45,9 @@ export interface SweepMarks {
   /**
    * The FAILED re-check's round begun from mark `round` has gone past `after` (a funding, by its updated_at and id),
    * and its mark may move at most to `markAtMost` when it ends (when the round began, or the oldest funding it could
-   * not ask the wallet about): kept on the same terms as `keepPosition`.
+   * not ask the wallet about): kept on the same terms as `keepPosition`. Two attempts of one round (a stale one beside
+   * its retry) both pass that guard: the earlier bound of the two is kept, whichever writes last, so a funding one of
+   * them could not ask about is never passed over by the round's mark.
    */
   keepRowPosition(pass: SweepPass, after: RowPosition, markAtMost: Date, round: Date | null): Promise<void>;
 }
@@ -96,7 +98,7 @@ export function createSweepMarks(database: Database): SweepMarks {
         INSERT INTO sweep_mark (pass, through, after_at, after_key, unasked_since)
         VALUES (${pass}, ${begunFrom}, ${after.at}, ${after.id}::uuid, ${markAtMost})
         ON CONFLICT (pass) DO UPDATE SET after_at = EXCLUDED.after_at, after_key = EXCLUDED.after_key,
-          unasked_since = EXCLUDED.unasked_since
+          unasked_since = LEAST(sweep_mark.unasked_since, EXCLUDED.unasked_since)
         WHERE sweep_mark.through = EXCLUDED.through`;
     },
   };

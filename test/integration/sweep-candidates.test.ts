@@ -276,5 +276,18 @@ describe('the FAILED fundings the sweep asks the wallet about again', () => {
     const blocks = await indexBlocksRead(client, read, 'funding_failed_with_transfer_idx');
     expect(blocks).toBeGreaterThan(0);
     expect(blocks).toBeLessThanOrEqual(4);
+    // A position kept inside the window goes on from it: the rows after it, none before it or at it.
+    const ordered = (
+      await client.query({
+        text: 'SELECT id::text AS id, updated_at FROM funding WHERE id = ANY($1::uuid[]) ORDER BY updated_at, id',
+        values: [recent],
+      })
+    ).rows as Array<{ id: string; updated_at: Date }>;
+    const onward = await fundings.listFailedWithTransfer({
+      since: new Date(Date.now() - 2 * 3_600_000),
+      after: { at: ordered[0]!.updated_at, id: ordered[0]!.id },
+      limit: 100,
+    });
+    expect(onward.map((funding) => funding.id)).toEqual(ordered.slice(1).map((row) => row.id));
   });
 });

@@ -437,6 +437,27 @@ describe('the sweep’s FAILED re-checks', () => {
     expect(ended!.through.getTime()).toBeLessThan(afterTheFirst.getTime());
     expect(await asked()).toEqual([1, 1, 1]);
   }, 120_000);
+
+  it('keeps the oldest funding a round could not ask about, whichever of two overlapping attempts writes last', async () => {
+    // Found by a read: both attempts of a round (a stale one still running beside its retry) pass the position's
+    // guard, the round's mark, and the last write won: a stale attempt's later bound overwrote the retry's record of a
+    // FAILED funding the wallet could not be asked about, so the round's mark moved past it, never asked again.
+    await stack.database.sweepMark.deleteMany();
+    const marks = createSweepMarks(stack.database);
+    const round = new Date(Date.now() - 3_600_000);
+    await marks.advance('failed-recheck', round);
+    const unaskedAt = new Date(Date.now() - 50 * 60_000);
+    const laterBound = new Date(Date.now() - 10 * 60_000);
+    // The retry could not ask about a funding 50 minutes old; the stale attempt, which asked nothing, writes after it.
+    await marks.keepRowPosition('failed-recheck', { at: unaskedAt, id: randomUUID() }, unaskedAt, round);
+    await marks.keepRowPosition('failed-recheck', { at: laterBound, id: randomUUID() }, laterBound, round);
+    expect((await marks.roundOf('failed-recheck')).unaskedSince?.getTime()).toBe(unaskedAt.getTime());
+    // A round's mark moved since (a later round began) takes neither's position.
+    await marks.advance('failed-recheck', new Date());
+    await marks.keepRowPosition('failed-recheck', { at: laterBound, id: randomUUID() }, laterBound, round);
+    expect(await marks.roundOf('failed-recheck')).toMatchObject({ afterRow: null, unaskedSince: null });
+    await stack.database.sweepMark.deleteMany();
+  });
 });
 
 describe('the sweep’s pass over every hold', () => {
