@@ -5,6 +5,7 @@
 // (consoleRoutesOn); every write acts through the batch service as the ops API's routes do, under the
 // person's name, and answers by sending the person back to the batch with what happened, or with
 // the refusal in words.
+import { idSchema } from '../../domain/ids.ts';
 import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import { batchItemStatuses, batchReferenceSchema, batchStates, type BatchView } from '../../domain/funding-batch.ts';
@@ -41,7 +42,7 @@ import { doneAddress, doneOf } from './page-pieces.ts';
 
 export type BatchesPagesDependencies = Pick<ConsoleServices, 'batches' | 'timeZone' | 'csvStreams' | 'liveStreams'>;
 
-const batchIdParameter = { batchId: { schema: z.uuid(), description: 'the batch’s id' } };
+const batchIdParameter = { batchId: { schema: idSchema, description: 'the batch’s id' } };
 
 const moveRoute = (move: BatchMove, summary: string, scope: 'approve' | 'fund') =>
   defineRoute({
@@ -149,7 +150,7 @@ const ITEMS_PER_PAGE = 50;
 
 const listQuerySchema = z.object({
   state: z.union([z.literal(''), z.enum(batchStates)]).optional(),
-  cursor: z.uuid().optional(),
+  cursor: idSchema.optional(),
 });
 
 const batchQuerySchema = z.object({
@@ -296,13 +297,13 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
   }
 
   add(routes.batch, async (req, res) => {
-    const id = z.uuid().safeParse(req.params.batchId);
+    const id = idSchema.safeParse(req.params.batchId);
     if (!id.success) return sendNoBatch(res, personOf(res), req.params.batchId);
     await sendBatch(req, res, id.data, 200);
   });
 
   add(routes.live, async (req, res) => {
-    const id = z.uuid().safeParse(req.params.batchId);
+    const id = idSchema.safeParse(req.params.batchId);
     const first = id.success ? await batches.view(id.data) : null;
     if (!id.success || !first) return sendNoBatch(res, personOf(res), req.params.batchId);
     const shown = isBatchState(req.query.shown) ? req.query.shown : undefined;
@@ -321,7 +322,7 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
   });
 
   add(routes.report, async (req, res) => {
-    const id = z.uuid().safeParse(req.params.batchId);
+    const id = idSchema.safeParse(req.params.batchId);
     if (!id.success || !(await batches.view(id.data))) return sendNoBatch(res, personOf(res), req.params.batchId);
     consoleHeaders(res);
     // The ops API's report, line for line (GET /ops/funding-batches/{id}/report), streamed the same way.
@@ -334,7 +335,7 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
     (verb: BatchMove, act: (service: BatchService, batchId: string, actor: string) => Promise<MoveBatchResult>) =>
     async (req: Request, res: Response) => {
       const person = personOf(res);
-      const id = z.uuid().safeParse(req.params.batchId);
+      const id = idSchema.safeParse(req.params.batchId);
       if (!id.success) return sendNoBatch(res, person, req.params.batchId);
       const result = await act(batches, id.data, person.name);
       switch (result.kind) {

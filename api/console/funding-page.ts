@@ -3,8 +3,8 @@
 // deliveries, and its workflow in the Temporal UI. Cancel (the `fund` scope, before it executes)
 // and resolve (the `resolve` scope, in NEEDS_REVIEW) go through the funding service, as the ops
 // API's POST …/cancel and …/resolve do, under the person's name.
+import { idSchema } from '../../domain/ids.ts';
 import type { Router } from 'express';
-import { z } from 'zod';
 import { walletCallsByReference } from '../../audit/wallet-call-log.ts';
 import {
   cancellableFundingStatuses,
@@ -47,7 +47,7 @@ export type FundingPageDependencies = Pick<
   'database' | 'fundings' | 'ledger' | 'webhooks' | 'timeZone' | 'temporalUi'
 >;
 
-const fundingIdParameter = { fundingId: { schema: z.uuid(), description: 'the funding’s id' } };
+const fundingIdParameter = { fundingId: { schema: idSchema, description: 'the funding’s id' } };
 
 const routes = {
   funding: defineRoute({
@@ -116,7 +116,7 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
 
   add(routes.funding, async (req, res) => {
     const person = personOf(res);
-    const id = z.uuid().safeParse(req.params.fundingId);
+    const id = idSchema.safeParse(req.params.fundingId);
     const [funding, stored] = id.success
       ? await Promise.all([deps.fundings.view(id.data), fundingFacts(deps.database, id.data)])
       : [null, null];
@@ -228,7 +228,7 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
 
   add(routes.cancelFunding, async (req, res) => {
     const person = personOf(res);
-    const id = z.uuid().safeParse(req.params.fundingId);
+    const id = idSchema.safeParse(req.params.fundingId);
     const result = id.success ? await deps.fundings.cancel(id.data, person.name) : ({ kind: 'not-found' } as const);
     const back = { href: fundingPath(req.params.fundingId), label: 'Back to the funding' };
     switch (result.kind) {
@@ -257,7 +257,7 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
       returnTo === 'review'
         ? { href: `${CONSOLE_PATH}/review`, label: 'Back to the review queue' }
         : { href: fundingPath(req.params.fundingId), label: 'Back to the funding' };
-    const id = z.uuid().safeParse(req.params.fundingId);
+    const id = idSchema.safeParse(req.params.fundingId);
     if (!id.success) {
       sendNotFound(res, person, 'review', `funding ${req.params.fundingId}`);
       return;

@@ -2,8 +2,8 @@
 // and their state, a link with its token expiry (never a token) and its history a page at a
 // time; a person with the `accounts` scope revokes one through the same unlink the ops API's
 // DELETE /ops/links/{linkId} uses (its tokens deleted, the link kept UNLINKED with its history).
+import { idSchema } from '../../domain/ids.ts';
 import type { Router } from 'express';
-import { z } from 'zod';
 import { unlink } from '../../links/link-record.ts';
 import { findLinks, linkEvents, linkView, type LinkSearch } from '../../links/link-view.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
@@ -36,7 +36,7 @@ import {
 
 export type LinksPageDependencies = Pick<ConsoleServices, 'database' | 'tokens' | 'timeZone'>;
 
-const linkIdParameter = { linkId: { schema: z.uuid(), description: 'the link’s id' } };
+const linkIdParameter = { linkId: { schema: idSchema, description: 'the link’s id' } };
 
 const routes = {
   links: defineRoute({
@@ -136,7 +136,7 @@ export function addLinksRoutes(router: Router, deps: LinksPageDependencies): voi
 
   add(routes.link, async (req, res) => {
     const person = personOf(res);
-    const id = z.uuid().safeParse(req.params.linkId);
+    const id = idSchema.safeParse(req.params.linkId);
     const link = id.success ? await linkView(deps.database, id.data) : null;
     if (!link) {
       sendNotFound(res, person, 'links', `link ${req.params.linkId}`);
@@ -212,7 +212,7 @@ export function addLinksRoutes(router: Router, deps: LinksPageDependencies): voi
 
   add(routes.revoke, async (req, res) => {
     const person = personOf(res);
-    const id = z.uuid().safeParse(req.params.linkId);
+    const id = idSchema.safeParse(req.params.linkId);
     if (!id.success || !(await unlink(deps.database, deps.tokens, id.data, person.name))) {
       sendNotFound(res, person, 'links', `link ${req.params.linkId}`);
       return;

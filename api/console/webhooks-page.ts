@@ -3,8 +3,8 @@
 // at a time by state, and a delivery with every attempt; a person with the `admin` scope
 // redelivers one through the webhook store, as POST /ops/webhooks/deliveries/{id}/redeliver does.
 // An endpoint's secret is never shown (it was, once, to whoever registered it).
+import { idSchema } from '../../domain/ids.ts';
 import type { Router } from 'express';
-import { z } from 'zod';
 import { webhookDeliveryStatuses, type WebhookDeliveryStatus, type WebhookDeliveryView } from '../../domain/webhook.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { maskedWebhookUrl } from '../../webhooks/masked-url.ts';
@@ -57,7 +57,7 @@ const routes = {
     tag: 'console',
     summary: 'An endpoint and its deliveries, a page at a time, by state',
     access: { consoleScope: 'read' },
-    params: { endpointId: { schema: z.uuid(), description: 'the endpoint’s id' } },
+    params: { endpointId: { schema: idSchema, description: 'the endpoint’s id' } },
     responses: { '200': htmlAnswer('the page'), '404': htmlAnswer('no such endpoint') },
   }),
   delivery: defineRoute({
@@ -67,7 +67,7 @@ const routes = {
     tag: 'console',
     summary: 'A delivery and every attempt (status code or error, when, how long)',
     access: { consoleScope: 'read' },
-    params: { deliveryId: { schema: z.uuid(), description: 'the delivery’s id' } },
+    params: { deliveryId: { schema: idSchema, description: 'the delivery’s id' } },
     responses: { '200': htmlAnswer('the page'), '404': htmlAnswer('no such delivery') },
   }),
   redeliver: defineRoute({
@@ -78,7 +78,7 @@ const routes = {
     summary:
       'Send a dead-lettered (FAILED) or delivered delivery again, now (POST /ops/webhooks/deliveries/{deliveryId}/redeliver’s rules)',
     access: { consoleScope: 'admin' },
-    params: { deliveryId: { schema: z.uuid(), description: 'the delivery’s id' } },
+    params: { deliveryId: { schema: idSchema, description: 'the delivery’s id' } },
     responses: {
       '303': redirectAnswer('due again: back to the delivery'),
       '404': htmlAnswer('no such delivery'),
@@ -176,7 +176,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
 
   add(routes.endpoint, async (req, res) => {
     const person = personOf(res);
-    const id = z.uuid().safeParse(req.params.endpointId);
+    const id = idSchema.safeParse(req.params.endpointId);
     const endpoint = id.success ? await deps.webhooks.getEndpointRecord(id.data) : null;
     if (!endpoint) {
       sendNotFound(res, person, 'webhooks', `webhook endpoint ${req.params.endpointId}`);
@@ -231,7 +231,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
 
   add(routes.delivery, async (req, res) => {
     const person = personOf(res);
-    const id = z.uuid().safeParse(req.params.deliveryId);
+    const id = idSchema.safeParse(req.params.deliveryId);
     const delivery = id.success ? await deps.webhooks.getDelivery(id.data) : null;
     if (!delivery) {
       sendNotFound(res, person, 'webhooks', `webhook delivery ${req.params.deliveryId}`);
@@ -287,7 +287,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
 
   add(routes.redeliver, async (req, res) => {
     const person = personOf(res);
-    const id = z.uuid().safeParse(req.params.deliveryId);
+    const id = idSchema.safeParse(req.params.deliveryId);
     const result = id.success ? await deps.webhooks.redeliver(id.data, person.name) : ({ kind: 'not-found' } as const);
     const back = { href: deliveryPath(req.params.deliveryId), label: 'Back to the delivery' };
     switch (result.kind) {

@@ -3,8 +3,8 @@
 // with their live states), and each withdrawal's and deposit's progress page (/app/withdrawals/{id},
 // /app/deposits/{id}) with its JSON status. They answer for this web session's own fundings and
 // payments only (by their idempotency key's prefix); any other id is not found.
+import { idSchema } from '../../domain/ids.ts';
 import type { Request, Router } from 'express';
-import { z } from 'zod';
 import { amountOf } from '../../fundings/funding-view.ts';
 import { rateLimitedPageAnswer } from '../http/rate-limit.ts';
 import { routesOn } from '../http/route-registration.ts';
@@ -27,7 +27,7 @@ import { outcomeStatusSchema, depositOutcome, withdrawalOutcome, type OutcomeSta
 import { appIdempotencyPrefix, type AppSessionView } from './web-sessions.ts';
 
 /** The id in a progress page's path (/app/withdrawals/{id}, /app/deposits/{id}): anything else is not found. */
-export const progressIdSchema = z.uuid();
+export const progressIdSchema = idSchema;
 
 const appOutcomeComponent = named('AppOutcome', outcomeStatusSchema);
 

@@ -4,6 +4,7 @@
 // The rules live in fundings/batch-service.ts. Mounted before the ops API's 16 KiB JSON parser:
 // its create route reads its body itself, as a stream (fundings/batch-upload.ts), up to 100,000
 // items, refusing what cannot be a batch while it is read.
+import { idSchema } from '../../domain/ids.ts';
 import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import {
@@ -49,7 +50,7 @@ export interface OpsBatchesDependencies {
   csvStreams: CsvStreams;
 }
 
-export const batchIdSchema = z.uuid();
+export const batchIdSchema = idSchema;
 
 /**
  * The CSV form's query: the batch's name, and whose balance pays it: `source` TREASURY (the

@@ -3,8 +3,8 @@
 // 11). The rules live in funding-service.ts. When Temporal cannot take a funding's workflow call
 // now, the answer is 503 WORKFLOW_UNAVAILABLE with Retry-After and words true for what the request
 // left behind (ops-answers.ts); a cancel is done in the database all the same (200).
+import { idSchema } from '../../domain/ids.ts';
 import type { Router } from 'express';
-import { z } from 'zod';
 import { fundingRefusalCodes } from '../../domain/ledger.ts';
 import {
   createFundingSchema,
@@ -44,7 +44,7 @@ export const fundingListQuerySchema = listQuerySchema(fundingStatuses);
 export const fundingPageSchema = pageSchema(fundingSchema);
 
 /** A funding id in a path: anything else is an unknown funding (404). */
-export const fundingIdSchema = z.uuid();
+export const fundingIdSchema = idSchema;
 
 const fundingComponent = named('Funding', fundingSchema);
 const fundingIdParameter = {

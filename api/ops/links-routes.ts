@@ -2,6 +2,7 @@
 // wallet profile (fetched and decrypted on every request, by scope), and unlink it (its tokens are
 // deleted; the link stays, UNLINKED, with its history); mint login URLs, the only way (with a
 // partner-signed token) a standalone login learns which partner user it is for.
+import { idSchema } from '../../domain/ids.ts';
 import type { Router } from 'express';
 import { z } from 'zod';
 import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../../links/token-vault.ts';
@@ -31,7 +32,7 @@ import { malformedBodyCodes } from './ops-answers.ts';
 const DOCUMENT_URL_LIFETIME_MS = 15 * 60_000;
 
 /** A link id in a path: anything else is a bad request (400 INVALID_LINK_ID). */
-export const linkIdSchema = z.uuid();
+export const linkIdSchema = idSchema;
 
 /** 201 answer of POST /ops/links/login-urls: the URL to send the user to, single use. */
 export const loginUrlSchema = z.object({ url: z.url(), expiresAt: z.iso.datetime() });

@@ -1,8 +1,8 @@
 // The webhooks ops API (contract-decisions section 13): register an endpoint (its secret shown
 // once), read and delete it; list deliveries with their attempt log; redeliver one (a dead letter,
 // or a delivered one sent again). The rules live in webhooks/webhook-store.ts.
+import { idSchema } from '../../domain/ids.ts';
 import type { Router } from 'express';
-import { z } from 'zod';
 import {
   createWebhookEndpointSchema,
   webhookDeliverySchema,
@@ -38,12 +38,12 @@ export interface OpsWebhooksDependencies {
 }
 
 /** An endpoint or a delivery id in a path: anything else names nothing (404). */
-export const webhookEndpointIdSchema = z.uuid();
-export const webhookDeliveryIdSchema = z.uuid();
+export const webhookEndpointIdSchema = idSchema;
+export const webhookDeliveryIdSchema = idSchema;
 
 /** GET /ops/webhooks/deliveries: the list filters and paging, and the endpoint. */
 export const webhookDeliveryListQuerySchema = listQuerySchema(webhookDeliveryStatuses).extend({
-  endpointId: z.uuid().optional(),
+  endpointId: idSchema.optional(),
 });
 
 /** A page of GET /ops/webhooks/deliveries. */

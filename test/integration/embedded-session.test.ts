@@ -595,6 +595,17 @@ describe('landing page forms', () => {
 });
 
 describe('GET /ops/links/{linkId}/profile', () => {
+  it('reads the link named by its id in upper case as the same link: its profile, never a 500', async () => {
+    // Found by a read: the id was taken as given; PostgreSQL found the link and its tokens whatever the case, and the
+    // tokens, sealed under the lower-case id, failed to open under the upper-case one: 500 INTERNAL, logged as a
+    // stored token that failed authentication.
+    const { link, user } = await landedUser({ firstName: 'Upper' });
+    const response = await stack.opsFetch(`/ops/links/${link.id.toUpperCase()}/profile`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { profile: { openid: { id: string } } };
+    expect(body.profile.openid.id).toBe(user.userId);
+  });
+
   it('returns every scope the sandbox grants, decrypted and validated, fetched fresh each time', async () => {
     const { link, user } = await landedUser({ firstName: 'Carmela' });
     const response = await stack.opsFetch(`/ops/links/${link.id}/profile`);
