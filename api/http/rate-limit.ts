@@ -1,5 +1,6 @@
 // In-process rate limits for the public routes: a sliding-window counter per client address (IPv6
 // by its /64, which one subscriber usually holds whole); each route family answers 429 its own way.
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Request, RequestHandler, Response } from 'express';
 import { htmlAnswer, retryAfterHeader } from './route-spec.ts';
@@ -49,6 +50,10 @@ function ipv6Groups(address: string): number[] | null {
  */
 export function rateKeyOf(address: string | undefined): string {
   if (!address) return 'unknown';
+  // What is no address (a forwarded header a trusted proxy passed on as sent) counts under a short digest of it: the
+  // key is stored in columns of 64 characters (attempt counts, the audit) and must never be the caller's text.
+  if (isIP(address) === 0)
+    return `not-an-address:${createHash('sha256').update(address, 'utf8').digest('hex').slice(0, 32)}`;
   const groups = ipv6Groups(address);
   if (!groups) return address;
   if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {

@@ -60,6 +60,18 @@ describe('rate limiter', () => {
     expect(rateKeyOf(undefined)).toBe('unknown');
   });
 
+  it('keys what is no address (a forwarded header a trusted proxy passed on as sent) by a short digest, never the text', () => {
+    // Found by a read: the text was the key, and a wrong key from such a client was counted under a subject longer
+    // than its column (varchar 64): PostgreSQL refused the insert (22001), and the wrong key was answered 500, not 401.
+    const sent = `not-an-address-${'x'.repeat(70)}`;
+    const key = rateKeyOf(sent);
+    expect(key.length).toBeLessThanOrEqual(64);
+    expect(key).not.toContain('xxxx');
+    expect(rateKeyOf(sent)).toBe(key);
+    expect(rateKeyOf(`${sent}y`)).not.toBe(key);
+    expect(rateKeyOf('unknown')).toMatch(/^not-an-address:/);
+  });
+
   it('keys an IPv4-mapped IPv6 address as its IPv4 address in every spelling, never in one bucket shared by every IPv4 client', () => {
     for (const spelling of [
       '::ffff:198.51.100.7',
