@@ -43,21 +43,24 @@ export interface RunningSandbox {
   close(): Promise<void>;
 }
 
-function bodyParserStatus(error: unknown): number | null {
-  const status = (error as { status?: unknown; type?: unknown } | null)?.status;
-  const type = (error as { type?: unknown } | null)?.type;
-  return typeof status === 'number' && typeof type === 'string' && type.startsWith('entity.') ? status : null;
+/**
+ * The 4xx of a request the framework could not read: a body the parser could not read or does not take (its charset,
+ * its encoding, its size), a path the router could not decode. Else null.
+ */
+function unreadableRequestStatus(error: unknown): number | null {
+  const status = (error as { status?: unknown } | null)?.status;
+  return typeof status === 'number' && status >= 400 && status < 500 ? status : null;
 }
 
-/** Malformed bodies answer in each service's own error style; anything else is a 500. */
+/** Requests it cannot read answer 400 in each service's own error style; anything else is a 500. */
 const errorHandler: ErrorRequestHandler = (error, req, res, next) => {
   if (res.headersSent) return next(error);
-  const status = bodyParserStatus(error);
-  if (status !== null && status < 500) {
+  const status = unreadableRequestStatus(error);
+  if (status !== null) {
     if (req.path === '/connect/token') {
       res.status(400).json({ error: 'invalid_request', error_description: 'the body could not be parsed' });
     } else {
-      res.status(400).json({ code: 'VALIDATION_ERROR', message: 'the body could not be parsed' });
+      res.status(400).json({ code: 'VALIDATION_ERROR', message: 'the request could not be read' });
     }
     return;
   }

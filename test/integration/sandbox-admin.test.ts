@@ -116,6 +116,27 @@ describe('sandbox admin API', () => {
     expect((await admin.call('GET', '/users/unknown')).status).toBe(404);
   });
 
+  it('answers a request it cannot read with a 4xx of its own shape, never a 500', async () => {
+    // Found by a read: only a body the parser could not read was a 400; a path the router could not decode, a charset
+    // or an encoding the parser does not take were 500 INTERNAL_ERROR.
+    const undecodable = await callJson(`${sandbox.url}/_sandbox/users/%E0%A4%A`, { method: 'GET' });
+    const latin1 = await callJson(`${sandbox.url}/_sandbox/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json; charset=iso-8859-1' },
+      body: '{}',
+    });
+    const compressed = await callJson(`${sandbox.url}/_sandbox/users`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'content-encoding': 'compress' },
+      body: '{}',
+    });
+    for (const answer of [undecodable, latin1, compressed]) {
+      expect(answer.status).toBeGreaterThanOrEqual(400);
+      expect(answer.status).toBeLessThan(500);
+      expect(answer.body).toMatchObject({ code: 'VALIDATION_ERROR' });
+    }
+  });
+
   it('upgrades KYC and patches balance, limit and blocked flag', async () => {
     const user = await admin.createUser({ mobile: '09170000003', kycLevel: 'KYC0', balance: '5.00' });
     const upgraded = await admin.call('POST', `/users/${user.userId}/kyc`, { kycLevel: 'KYC1' });
