@@ -176,17 +176,22 @@ const WRONG_KEYS_PER_MINUTE = 20;
 
 /**
  * A path's first segment as a router would read it in any spelling: decoded until nothing more decodes (`%2F` is a
- * slash then, so `/ops%2Ffundings` is under `ops`; `%252F` too, decoded twice), in lower case. Not decodable: as sent.
+ * slash then, so `/ops%2Ffundings` is under `ops`; `%252F` too, decoded twice), in lower case; an escape that does not
+ * decode stays as sent.
  */
 function firstSegmentOf(path: string): string {
+  // Each run of escapes on its own: one that does not decode (a stray `%` anywhere) leaves the rest decoded.
+  const decodeRuns = (text: string) =>
+    text.replace(/(%[0-9a-f]{2})+/gi, (run) => {
+      try {
+        return decodeURIComponent(run);
+      } catch {
+        return run;
+      }
+    });
   let decoded = path;
   for (let round = 0; round < 4; round += 1) {
-    let next: string;
-    try {
-      next = decodeURIComponent(decoded);
-    } catch {
-      break;
-    }
+    const next = decodeRuns(decoded);
     if (next === decoded) break;
     decoded = next;
   }

@@ -456,8 +456,11 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
     // The recorded name whole, a person's display name (what comes before their identity in
     // parentheses), or their identity alone. A key's name (never a parenthesis: lib/ops-keys.ts)
     // compares without case; a person's identity as their provider gives it (domain/actor.ts).
+    // A console write refused for a session that had ended carries whose it was in its note (console-router.ts).
+    const ended = `session ended: ${person}`;
     filters.push(
-      Prisma.sql`(key_name = ${person} OR (key_name NOT LIKE '%)' AND lower(key_name) = lower(${person})) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`})`,
+      Prisma.sql`(key_name = ${person} OR (key_name NOT LIKE '%)' AND lower(key_name) = lower(${person})) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`}
+        OR (key_name IS NULL AND channel = 'console' AND (actor = ${ended} OR lower(actor) = lower(${ended}) OR actor LIKE ${`${likeLiteral(ended)} (%`} OR actor LIKE ${`session ended: %(${likeLiteral(person)})`})))`,
     );
   }
   const action = query.action;

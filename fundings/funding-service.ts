@@ -332,7 +332,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
       const input: ResolveFundingUpdateInput = { ...request, resolvedBy };
       const result = await resolveReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
         stillWaiting: async () => (await record.find(fundingId))?.status === fundingReviewStatus,
-        resolveWithoutWorkflow: async () => (await record.resolve(fundingId, input)).moved,
+        resolveWithoutWorkflow: async () => (await record.resolve(funding.id, input)).moved,
       });
       if (result.kind === 'workflow-unavailable') {
         deps.logger.warn(

@@ -108,7 +108,7 @@ export function addAuditRoutes(router: Router, deps: AuditPageDependencies): voi
           when(row.at, tz),
           row.keyName
             ? `<a href="${escapeHtml(consoleUrl(`${CONSOLE_PATH}/audit`, { person: row.keyName }))}">${escapeHtml(row.keyName)}</a>${row.actor ? ` <span class="muted">(as ${escapeHtml(row.actor)})</span>` : ''}`
-            : `<span class="muted">no session or valid key${row.client ? `, from ${escapeHtml(row.client === '*' ? 'any address' : row.client)}` : ''}</span>`,
+            : `<span class="muted">${row.channel === 'console' && row.actor ? escapeHtml(row.actor) : 'no session or valid key'}${row.client ? `, from ${escapeHtml(row.client === '*' ? 'any address' : row.client)}` : ''}</span>`,
           escapeHtml(row.channel === 'console' ? 'console' : 'ops API'),
           row.summary
             ? `${row.count.toLocaleString('en')} requests past the audit’s budget that minute, counted, not recorded one by one`

@@ -18,7 +18,7 @@ import {
 import { refusalWords, workflowUnavailableOf } from '../../lib/workflow-unavailable.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import type { AttemptLimiter } from '../../access/attempt-limits.ts';
-import type { ConsoleSessions } from '../../access/console-sessions.ts';
+import type { ConsoleSessions, EndedConsoleSession } from '../../access/console-sessions.ts';
 import { strictRouter } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { auditOpsWrites } from '../ops/ops-audit.ts';
@@ -107,6 +107,18 @@ function busyWords(busy: Overload): string {
   return busy.detail ? `${busy.detail}.` : 'nothing was done.';
 }
 
+/** The audit's note (100 characters) less its words, `session ended: ` (ops-audit.ts). */
+const ENDED_NOTE_ROOM = 100 - 'session ended: '.length;
+
+/**
+ * Whose ended session sent a write, as its audit row's note keeps it (100 characters): the person's name as recorded,
+ * or their identity alone when the name with its identity would not fit (never a name cut short of its identity).
+ */
+function endedSessionNote(ended: EndedConsoleSession | undefined): string | null {
+  if (!ended) return null;
+  return ended.personName.length <= ENDED_NOTE_ROOM ? ended.personName : ended.personId.slice(0, ENDED_NOTE_ROOM);
+}
+
 export function consoleRouter(deps: ConsoleDependencies): Router {
   const router = strictRouter();
   // Home is `/console` only: mounted at /console, the area would take `/console/` for it too. One
@@ -116,7 +128,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   const area = strictRouter();
   // Before anything that may refuse: a write refused for its session, its token or its scope is
   // recorded too (under the person's name, read when the answer is sent).
-  area.use(auditOpsWrites(deps.audit, 'console', { endedSessionOf: (res) => endedSessionOf(res)?.personName ?? null }));
+  area.use(auditOpsWrites(deps.audit, 'console', { endedSessionOf: (res) => endedSessionNote(endedSessionOf(res)) }));
   area.use(readConsoleSession(deps.sessions, deps.grants, consoleCookieNames(deps.secureCookies), deps.publicUrl));
   // A scope a person lacks is refused with a page, in words (the ops API answers a problem document).
   area.use((_req, res, next) => {

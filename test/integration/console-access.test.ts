@@ -612,6 +612,13 @@ describe('a session signed in with an ops key rests on that key', () => {
     expect(refusedRows.map((row) => [row.status, row.keyName, row.actor]).sort()).toEqual(
       [...refusedPaths.values()].map((name) => [401, null, `session ended: ${name}`]).sort(),
     );
+    // The audit shows whose they were, and finds them by that person (a second read: listed as a stranger's, and
+    // found by no one's name).
+    const audited = await get(restarted.apiBase, '/console/audit?person=auditor', sessions.steady);
+    expect(audited.status).toBe(200);
+    const listed = await audited.text();
+    expect(listed).toContain('session ended: auditor');
+    expect(listed).not.toContain('session ended: rotated');
     const narrowed = await get(restarted.apiBase, '/console/audit', sessions.lead);
     expect(narrowed.status).toBe(403);
     expect(await narrowed.text()).not.toContain('<table');

@@ -104,6 +104,8 @@ function otherSpellings(path: string): Array<[string, string]> {
     // segment, `ops/fundings` decoded) was no ops path: a write so spelled reached the app's 404 unaudited.
     ['its slashes percent-encoded', `/${segments.slice(1).join('%2F')}`],
     ['its slashes percent-encoded twice', `/${segments.slice(1).join('%252f')}`],
+    // A second read's finding: decoding the whole path at once, a stray `%` anywhere left the mount undecoded.
+    ['its mount percent-encoded, a stray percent after it', `${path.replace(/^\/ops/, '/%6Fps')}%`],
   ];
 }
 
