@@ -47,6 +47,16 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
   async function stopIfOvertaken(id: string, fence: PaymentFence): Promise<void> {
     if (fence !== undefined && (await payments.fenceOf(id)) !== fence) throw ownerLost(id);
   }
+  /**
+   * A money call's check, asked right before each of its requests goes out: the run still owns the payment (else it
+   * stops, ownerLost), and the call still ends within the attempt (else CallNotSent). Before, the fence was read
+   * before the call began, and the client token it needs, fetched after, could take a wallet call's time: a run
+   * overtaken meanwhile (a takeover that executed) still sent.
+   */
+  const ownedAndInTime = (id: string, fence: PaymentFence, clock: ActivityClock) => async () => {
+    await stopIfOvertaken(id, fence);
+    return fitsBefore(clock)();
+  };
   /** The payment as it stands, read once, for a run that still owns it (an overtaken one stops). */
   async function owned(id: string, fence: PaymentFence) {
     const payment = await payments.get(id);
@@ -93,11 +103,11 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         throw error;
       }
       try {
-        const created = await deps.vault.withUserToken(payment.linkId, async (token) => {
-          // Only the payment's owner creates, and only with the time to finish the call.
-          await stopIfOvertaken(id, fence);
-          return wallet.createPayment({ userAccessToken: token, amount, mayStillSend: fitsBefore(clock) });
-        });
+        const created = await deps.vault.withUserToken(payment.linkId, (token) =>
+          // Only the payment's owner creates, and only with the time to finish the call: asked right before each
+          // request goes out (after the client token it needs, which may take a wallet call of its own).
+          wallet.createPayment({ userAccessToken: token, amount, mayStillSend: ownedAndInTime(id, fence, clock) }),
+        );
         // The answer must be about what was asked: a payment for another amount or
         // merchant is never executed, and is not stored as this payment's; a person looks at it.
         const mismatch = [
@@ -177,10 +187,13 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         throw ApplicationFailure.nonRetryable('payment has no wallet payment id', paymentFailureTypes.corrupt);
       const walletPaymentId = payment.walletPaymentId;
       try {
-        const result = await deps.vault.withUserToken(payment.linkId, async (token) => {
-          await stopIfOvertaken(id, fence);
-          return wallet.executePayment({ userAccessToken: token, walletPaymentId, mayStillSend: fitsBefore(clock) });
-        });
+        const result = await deps.vault.withUserToken(payment.linkId, (token) =>
+          wallet.executePayment({
+            userAccessToken: token,
+            walletPaymentId,
+            mayStillSend: ownedAndInTime(id, fence, clock),
+          }),
+        );
         return { kind: 'succeeded', requestReferenceNo: result.requestReferenceNo };
       } catch (error) {
         if (error instanceof VaultError) {

@@ -59,10 +59,11 @@ export interface OpCalls {
 
 /**
  * A money call's bound: asked right before each of its requests goes out (after the client token it needs was
- * fetched, and again before the one sent once more with a renewed token); false: nothing is sent, `CallNotSent`.
+ * fetched, and again before the one sent once more with a renewed token); false: nothing is sent, `CallNotSent`. It
+ * may read the database (whether its run still owns the payment), and what it throws is the call's.
  */
 export interface SendWhile {
-  mayStillSend?: () => boolean;
+  mayStillSend?: () => boolean | Promise<boolean>;
 }
 
 type OpRequest<T> = Pick<WalletCall<T>, 'operation' | 'method' | 'path' | 'body' | 'parse'> &
@@ -77,8 +78,8 @@ export function createOpCalls(
   clientTokens: ClientTokenCache,
   profiles: ProfileReader,
 ): OpCalls {
-  const sendWith = <T>(clientToken: string, call: OpRequest<T>) => {
-    if (call.mayStillSend && !call.mayStillSend()) throw new CallNotSent(call.operation);
+  const sendWith = async <T>(clientToken: string, call: OpRequest<T>) => {
+    if (call.mayStillSend && !(await call.mayStillSend())) throw new CallNotSent(call.operation);
     return transport.send<T>({
       operation: call.operation,
       method: call.method,
