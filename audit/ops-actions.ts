@@ -456,11 +456,13 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
     // The recorded name whole, a person's display name (what comes before their identity in
     // parentheses), or their identity alone. A key's name (never a parenthesis: lib/ops-keys.ts)
     // compares without case; a person's identity as their provider gives it (domain/actor.ts).
-    // A console write refused for a session that had ended carries whose it was in its note (console-router.ts).
+    // A console write refused for a session that had ended carries whose it was in its note (console-router.ts): the
+    // name as recorded, or the identity alone where that would not fit; compared without case for a key's name only
+    // (an identity is the provider's, case and all).
     const ended = `session ended: ${person}`;
     filters.push(
       Prisma.sql`(key_name = ${person} OR (key_name NOT LIKE '%)' AND lower(key_name) = lower(${person})) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`}
-        OR (key_name IS NULL AND channel = 'console' AND (actor = ${ended} OR lower(actor) = lower(${ended}) OR actor LIKE ${`${likeLiteral(ended)} (%`} OR actor LIKE ${`session ended: %(${likeLiteral(person)})`})))`,
+        OR (key_name IS NULL AND channel = 'console' AND (actor = ${ended} OR (actor NOT LIKE '%)' AND actor NOT LIKE 'session ended: oidc:%' AND lower(actor) = lower(${ended})) OR actor LIKE ${`${likeLiteral(ended)} (%`} OR actor LIKE ${`session ended: %(${likeLiteral(person)})`} OR actor = 'session ended: ' || substring(${person} from '\(([^()]*)\)$'))))`,
     );
   }
   const action = query.action;

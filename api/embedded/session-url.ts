@@ -5,6 +5,7 @@
 // (profile fetch, linking) is started afterwards by the onboarding dispatcher, which this call only
 // wakes: no Temporal call on the request path. Errors: `{ code, message }` (400, 403, 429 with
 // Retry-After; anything else under /embedded too).
+import { isIP } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { Router } from 'express';
 import express, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
@@ -20,7 +21,7 @@ import type { TokenCipher } from '../../lib/token-cipher.ts';
 import { jwtExpiry } from '../../links/token-expiry.ts';
 import { storeSessionForOnboarding } from '../../links/onboarding-outbox.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
-import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
+import { limitRequests, rateKeyOf, type RateLimiter } from '../http/rate-limit.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, retryAfterHeader, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OnboardingDispatcher } from './onboarding-dispatcher.ts';
@@ -149,7 +150,11 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
     (req, res, next) => {
       // First check, before anything is read or stored: only the wallet service's senders.
       if (!deps.allowlist.allows(req.ip)) {
-        deps.logger.warn({ ip: req.ip }, 'session URL called from an address outside SESSION_ALLOWED_IPS');
+        // The address as sent when it is one (the operator fixes the allowlist from it), never a header's text.
+        deps.logger.warn(
+          { ip: isIP(req.ip ?? '') ? req.ip : rateKeyOf(req.ip) },
+          'session URL called from an address outside SESSION_ALLOWED_IPS',
+        );
         refuse(res, 403, 'FORBIDDEN', 'this sender may not call the session URL');
         return;
       }
