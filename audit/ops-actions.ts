@@ -88,9 +88,18 @@ const DEFAULT_RETRY_DELAYS_MS = [250, 500, 1000, 2000, 5000, 10_000];
 
 type Row = ReturnType<typeof rowOf>;
 
+/** The room of an act's note (`ops_action.actor`, VARCHAR(100)). */
+const NOTE_LENGTH = 100;
+/** The words of the note of a console write refused for a session that had ended, before whose it was. */
+const ENDED_SESSION_WORDS = 'session ended: ';
+/** The room for whose ended session it was, after those words. */
+export const ENDED_SESSION_ROOM = NOTE_LENGTH - ENDED_SESSION_WORDS.length;
+/** The note of a console write refused for a session that had ended: whose session it was. */
+export const endedSessionNote = (whose: string): string => `${ENDED_SESSION_WORDS}${whose}`;
+
 const rowOf = (entry: OpsActionEntry) => ({
   keyName: entry.keyName?.slice(0, 128) ?? null,
-  actor: entry.actor?.slice(0, 100) ?? null,
+  actor: entry.actor?.slice(0, NOTE_LENGTH) ?? null,
   method: entry.method.slice(0, 8),
   path: entry.path.slice(0, 512),
   status: entry.status,
@@ -459,10 +468,10 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
     // A console write refused for a session that had ended carries whose it was in its note (console-router.ts): the
     // name as recorded, or the identity alone where that would not fit; compared without case for a key's name only
     // (an identity is the provider's, case and all).
-    const ended = `session ended: ${person}`;
+    const ended = endedSessionNote(person);
     filters.push(
       Prisma.sql`(key_name = ${person} OR (key_name NOT LIKE '%)' AND lower(key_name) = lower(${person})) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`}
-        OR (key_name IS NULL AND channel = 'console' AND (actor = ${ended} OR (actor NOT LIKE '%)' AND actor NOT LIKE 'session ended: oidc:%' AND lower(actor) = lower(${ended})) OR actor LIKE ${`${likeLiteral(ended)} (%`} OR actor LIKE ${`session ended: %(${likeLiteral(person)})`} OR actor = 'session ended: ' || substring(${person} from '\(([^()]*)\)$'))))`,
+        OR (key_name IS NULL AND channel = 'console' AND (actor = ${ended} OR (actor NOT LIKE '%)' AND actor NOT LIKE ${`${ENDED_SESSION_WORDS}oidc:%`} AND lower(actor) = lower(${ended})) OR actor LIKE ${`${likeLiteral(ended)} (%`} OR actor LIKE ${`${ENDED_SESSION_WORDS}%(${likeLiteral(person)})`} OR actor = ${ENDED_SESSION_WORDS} || substring(${person} from '\(([^()]*)\)$'))))`,
     );
   }
   const action = query.action;

@@ -6,7 +6,7 @@
 // the session's CSRF token; then the pages, each registered with its scope check and, but for
 // streams, the count of the person's act (consoleRoutesOn); anything else is a console page saying so.
 import express, { type ErrorRequestHandler, type Router } from 'express';
-import type { OpsActionLog } from '../../audit/ops-actions.ts';
+import { ENDED_SESSION_ROOM, type OpsActionLog } from '../../audit/ops-actions.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import type { Logger } from '../../lib/logger.ts';
 import {
@@ -107,16 +107,14 @@ function busyWords(busy: Overload): string {
   return busy.detail ? `${busy.detail}.` : 'nothing was done.';
 }
 
-/** The audit's note (100 characters) less its words, `session ended: ` (ops-audit.ts). */
-const ENDED_NOTE_ROOM = 100 - 'session ended: '.length;
-
 /**
- * Whose ended session sent a write, as its audit row's note keeps it (100 characters): the person's name as recorded,
- * or their identity alone when the name with its identity would not fit (never a name cut short of its identity).
+ * Whose ended session sent a write, as its audit row's note keeps it (audit/ops-actions.ts): the person's name as
+ * recorded, or their identity alone when the name with its identity would not fit (never a name cut short of its
+ * identity).
  */
-function endedSessionNote(ended: EndedConsoleSession | undefined): string | null {
+function whoseEndedSession(ended: EndedConsoleSession | undefined): string | null {
   if (!ended) return null;
-  return ended.personName.length <= ENDED_NOTE_ROOM ? ended.personName : ended.personId.slice(0, ENDED_NOTE_ROOM);
+  return ended.personName.length <= ENDED_SESSION_ROOM ? ended.personName : ended.personId.slice(0, ENDED_SESSION_ROOM);
 }
 
 export function consoleRouter(deps: ConsoleDependencies): Router {
@@ -128,7 +126,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   const area = strictRouter();
   // Before anything that may refuse: a write refused for its session, its token or its scope is
   // recorded too (under the person's name, read when the answer is sent).
-  area.use(auditOpsWrites(deps.audit, 'console', { endedSessionOf: (res) => endedSessionNote(endedSessionOf(res)) }));
+  area.use(auditOpsWrites(deps.audit, 'console', { endedSessionOf: (res) => whoseEndedSession(endedSessionOf(res)) }));
   area.use(readConsoleSession(deps.sessions, deps.grants, consoleCookieNames(deps.secureCookies), deps.publicUrl));
   // A scope a person lacks is refused with a page, in words (the ops API answers a problem document).
   area.use((_req, res, next) => {

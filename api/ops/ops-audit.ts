@@ -9,7 +9,7 @@
 // recorded within the audit's budget per client address (audit/ops-actions.ts): past it, counted
 // in one summary row per address, channel and minute.
 import type { RequestHandler, Response } from 'express';
-import type { OpsActionLog } from '../../audit/ops-actions.ts';
+import { endedSessionNote, type OpsActionLog } from '../../audit/ops-actions.ts';
 import { actorOf } from '../http/actor.ts';
 import { actorNoteOf } from './ops-actor.ts';
 import { rateKeyOf } from '../http/rate-limit.ts';
@@ -52,7 +52,7 @@ export function auditOpsWrites(
       const ended = keyName === null ? (options.endedSessionOf?.(res) ?? null) : null;
       log.record({
         keyName,
-        actor: ended === null ? note : `session ended: ${ended}`,
+        actor: ended === null ? note : endedSessionNote(ended),
         method: req.method,
         path,
         status,
