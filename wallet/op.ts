@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { Amount } from '../domain/money.ts';
 import type { ClientTokenCache } from './client-token.ts';
-import { CallNotSent, isWalletError } from './errors.ts';
+import { CallNotSent, isWalletError, WalletError } from './errors.ts';
 import type { WalletOperation } from './operations.ts';
 import { ProfileError } from './profile.ts';
 import type { ProfileReader } from './profile.ts';
@@ -66,6 +66,34 @@ export interface SendWhile {
   mayStillSend?: () => boolean | Promise<boolean>;
 }
 
+/** The op service's word that the client token was refused: nothing of the call was taken. */
+function clientTokenRefused(error: unknown): error is WalletError {
+  return isWalletError(error) && error.httpStatus === 401 && error.code === 'CLIENT_TOKEN_INVALID';
+}
+
+/**
+ * The partner's own client credentials refused: the token endpoint's 4xx (`invalid_client`, a secret rotated at the
+ * wallet and not here), or the op service refusing even a token fetched anew. Nothing of the call was sent or taken,
+ * and it says nothing about the request or the user, only about this partner's configuration: the call is safe to
+ * send again once that is mended. So it reads `retryable`, never `rejected`: a payment, an execute or a session waits
+ * it out and ends by its own bound, instead of ending refused, FAILED or "the user must log in again" at once.
+ */
+function credentialsRefused(error: WalletError): WalletError {
+  return new WalletError(
+    {
+      operation: error.operation,
+      httpStatus: error.httpStatus,
+      code: error.code,
+      outcome: 'retryable',
+      requestReferenceNo: error.requestReferenceNo,
+      ...(error.retryAfterMs === undefined ? {} : { retryAfterMs: error.retryAfterMs }),
+      ...(error.serviceMessage === undefined ? {} : { serviceMessage: error.serviceMessage }),
+      cause: error,
+    },
+    "the partner's client credentials were refused: nothing was sent",
+  );
+}
+
 type OpRequest<T> = Pick<WalletCall<T>, 'operation' | 'method' | 'path' | 'body' | 'parse'> &
   SendWhile & {
     userAccessToken?: string;
@@ -97,15 +125,28 @@ export function createOpCalls(
     });
   };
 
+  /** The client token to send with, a refusal of the partner's credentials read as what it is (credentialsRefused). */
+  async function clientToken(): Promise<string> {
+    try {
+      return await clientTokens.get();
+    } catch (error) {
+      throw isWalletError(error) && error.outcome === 'rejected' ? credentialsRefused(error) : error;
+    }
+  }
+
   /** A 401 CLIENT_TOKEN_INVALID means nothing happened: renew the client token and send once more. */
   async function opCall<T>(call: OpRequest<T>): Promise<WalletResult<T>> {
-    const clientToken = await clientTokens.get();
+    const first = await clientToken();
     try {
-      return await sendWith(clientToken, call);
+      return await sendWith(first, call);
     } catch (error) {
-      if (!isWalletError(error) || error.httpStatus !== 401 || error.code !== 'CLIENT_TOKEN_INVALID') throw error;
-      clientTokens.invalidate(clientToken);
-      return sendWith(await clientTokens.get(), call);
+      if (!clientTokenRefused(error)) throw error;
+      clientTokens.invalidate(first);
+    }
+    try {
+      return await sendWith(await clientToken(), call);
+    } catch (error) {
+      throw clientTokenRefused(error) ? credentialsRefused(error) : error;
     }
   }
 

@@ -5,7 +5,13 @@
 import { idSchema } from '../../domain/ids.ts';
 import type { Router } from 'express';
 import { z } from 'zod';
-import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../../links/token-vault.ts';
+import {
+  isUserTokenRejection,
+  TokenRefreshBusy,
+  TokenRefreshError,
+  VaultError,
+  type TokenVault,
+} from '../../links/token-vault.ts';
 import type { Database } from '../../lib/database.ts';
 import { unlink } from '../../links/link-record.ts';
 import type { TokenStore } from '../../links/token-store.ts';
@@ -305,7 +311,8 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
           });
         return;
       }
-      if (isWalletError(error) && error.httpStatus === 401) {
+      // The user's token refused, not any 401: the partner's own client credentials refused is no word on the user.
+      if (isUserTokenRejection(error)) {
         reauth();
         return;
       }

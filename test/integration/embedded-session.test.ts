@@ -705,6 +705,52 @@ describe('GET /ops/links/{linkId}/profile', () => {
     // The link stays usable: once the wallet takes reads again, the profile is read.
     expect((await stack.opsFetch(`/ops/links/${expired.linkId}/profile`)).status).toBe(200);
   });
+
+  it('keeps a session opening, never ended "open it again", while the wallet refuses walletflow’s own client token', async () => {
+    await stack.startWorker();
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '500.00', firstName: 'Ines' });
+    const client = browser();
+    let sessionId: string;
+    try {
+      await stack.admin.setFaults([
+        { endpoint: 'op.profile', mode: 'error-before-effect', rate: 1, status: 401, code: 'CLIENT_TOKEN_INVALID' },
+      ]);
+      ({ sessionId } = await launch(user.userId));
+      // Before: the on-demand onboarding ended the session REAUTH_REQUIRED, "open the app again from your wallet".
+      const landing = await client.get(`/app?sessionId=${sessionId}`);
+      expect(landing.status).toBe(200);
+      expect(landing.text).toContain('Opening your account');
+      const row = await stack.database.embeddedSession.findFirstOrThrow({
+        where: { sessionIdHash: hashBearer(sessionId) },
+      });
+      expect([row.status, row.errorCode]).toEqual(['PENDING', null]);
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    const home = await waitUntil(
+      () => client.get('/app'),
+      (page) => page.text.includes('Hello, Ines'),
+      30_000,
+    );
+    expect(home.status).toBe(200);
+  });
+
+  it('answers a refusal of walletflow’s own client token as the wallet not giving the profile, never as the user having to log in again', async () => {
+    const { link } = await landedUser();
+    try {
+      await stack.admin.setFaults([
+        { endpoint: 'op.profile', mode: 'error-before-effect', rate: 1, status: 401, code: 'CLIENT_TOKEN_INVALID' },
+      ]);
+      // Before: 409 REAUTH_REQUIRED, "the user must log in again", for the partner's own credentials.
+      const profile = await stack.opsFetch(`/ops/links/${link.id}/profile`);
+      expect(profile.status).toBe(502);
+      expect(await profile.json()).toMatchObject({ code: 'WALLET_UNAVAILABLE' });
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    expect((await stack.database.link.findUniqueOrThrow({ where: { id: link.id } })).status).toBe('ACTIVE');
+    expect((await stack.opsFetch(`/ops/links/${link.id}/profile`)).status).toBe(200);
+  });
 });
 
 describe('an expired embedded refresh token', () => {

@@ -221,6 +221,73 @@ describe('payments', () => {
     expect(new Set(waits)).toEqual(new Set([1]));
   }, 120_000);
 
+  /** Waits for `count` of the wallet's 401s on `operation` since `since`, then answers the payment's status. */
+  async function refusedTimes(operation: string, count: number, since: Date, id: string): Promise<string> {
+    const deadline = Date.now() + 60_000;
+    while (
+      (await stack.database.walletCall.count({ where: { operation, httpStatus: 401, startedAt: { gte: since } } })) <
+      count
+    ) {
+      if (Date.now() > deadline) throw new Error(`${operation} was not refused ${count} times`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return (await waitFor(id, ['CREATING', 'EXECUTING', 'SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'])).status;
+  }
+
+  it('an execute refused for walletflow’s own client token, even one fetched anew, was not sent: it waits the refusal out and executes once', async () => {
+    const { user, linkId } = await linkedUser('100.00');
+    const since = new Date();
+    await stack.admin.setFaults([
+      {
+        endpoint: 'op.payments.execute',
+        mode: 'error-before-effect',
+        rate: 1,
+        status: 401,
+        code: 'CLIENT_TOKEN_INVALID',
+      },
+    ]);
+    let id: string;
+    try {
+      id = (await postPayment({ linkId, amount: { currency: 'PHP', value: '12.00' } })).body.id;
+      // Two executes, each sent twice (the second with a renewed client token): before, the first ended it FAILED.
+      expect(await refusedTimes('op.payments.execute', 4, since, id)).toBe('EXECUTING');
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    const payment = await waitFor(id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'], 90_000);
+    expect([payment.status, payment.error, payment.review]).toEqual(['SUCCEEDED', null, null]);
+    expect((await ledgerPayment(payment.paymentId))?.executions).toBe(1);
+    expect((await stack.admin.user(user.userId)).balance).toBe('88.00');
+  }, 120_000);
+
+  it('a create whose client token the wallet’s token endpoint refuses (invalid_client) is no refusal of the payment: it is created once that is mended', async () => {
+    const { user, linkId } = await linkedUser('100.00');
+    const since = new Date();
+    // The cached client token refused, and a new one refused at the token endpoint: the partner's credentials.
+    await stack.admin.setFaults([
+      {
+        endpoint: 'op.payments.create',
+        mode: 'error-before-effect',
+        rate: 1,
+        status: 401,
+        code: 'CLIENT_TOKEN_INVALID',
+      },
+      { endpoint: 'connect.token', mode: 'error-before-effect', rate: 1, status: 401, code: 'invalid_client' },
+    ]);
+    let id: string;
+    try {
+      id = (await postPayment({ linkId, amount: { currency: 'PHP', value: '15.00' } })).body.id;
+      // Before: FAILED invalid_client at the first refusal, nothing created.
+      expect(await refusedTimes('connect.token.client_credentials', 2, since, id)).toBe('CREATING');
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    const payment = await waitFor(id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'], 90_000);
+    expect([payment.status, payment.error, payment.review]).toEqual(['SUCCEEDED', null, null]);
+    expect((await ledgerPayment(payment.paymentId))?.executions).toBe(1);
+    expect((await stack.admin.user(user.userId)).balance).toBe('85.00');
+  }, 120_000);
+
   it('an outcome that stays unknown goes to NEEDS_REVIEW after the retries, and can be resolved FAILED', async () => {
     const { user, linkId } = await linkedUser('100.00');
     await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1 }]);

@@ -263,6 +263,42 @@ describe('op: embedded tokens', () => {
     expect(profile.requestReferenceNo).toBe(records[4]?.requestReferenceNo);
   });
 
+  it('a refusal of the partner’s own client credentials is retryable, never the call’s or the user’s refusal', async () => {
+    const { accessToken } = await embeddedUser();
+    // The secret rotated at the wallet and not here: the token endpoint answers 401 invalid_client.
+    const stale = clientFor(sandbox, { clientSecret: 'rotated-at-the-wallet' });
+    try {
+      const refused = await walletFailure(stale.wallet.getProfile(accessToken));
+      // Before: outcome "rejected", which a payment read as its execute refused and a session as "log in again".
+      expect([refused.operation, refused.httpStatus, refused.code, refused.outcome]).toEqual([
+        'connect.token.client_credentials',
+        401,
+        'invalid_client',
+        'retryable',
+      ]);
+      expect(stale.records.map((record) => record.operation)).toEqual(['connect.token.client_credentials']);
+    } finally {
+      await stale.wallet.close();
+    }
+    // The op service refusing the client token twice (the cached one, then one fetched anew) reads the same.
+    await admin.setFaults([
+      { endpoint: 'op.profile', mode: 'error-before-effect', rate: 1, status: 401, code: 'CLIENT_TOKEN_INVALID' },
+    ]);
+    const twice = await walletFailure(wallet.getProfile(accessToken));
+    expect([twice.operation, twice.httpStatus, twice.code, twice.outcome]).toEqual([
+      'op.profile',
+      401,
+      'CLIENT_TOKEN_INVALID',
+      'retryable',
+    ]);
+    expect(records.map((record) => [record.operation, record.httpStatus])).toEqual([
+      ['connect.token.client_credentials', 200],
+      ['op.profile', 401],
+      ['connect.token.client_credentials', 200],
+      ['op.profile', 401],
+    ]);
+  });
+
   it('a bad user token is USER_TOKEN_INVALID', async () => {
     const error = await walletFailure(wallet.getProfile('not-a-token'));
     expect([error.httpStatus, error.code, error.outcome, error.operation]).toEqual([
