@@ -278,8 +278,9 @@ function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean
 }
 
 /**
- * A request's act committed, and reading back what it left was then refused for load: it is known to be done, and the
- * answer says so (never "not known, send it again", which a repeat of a cancel or a resolve answers 409).
+ * A request's act committed, and reading back what it left was then refused for load, or lost its connection (a read:
+ * it changed nothing): it is known to be done, and the answer says so (never "not known, send it again", which a
+ * repeat of a cancel or a resolve answers 409).
  */
 export class DoneButUnread extends Error {
   override readonly name = 'DoneButUnread';
@@ -288,16 +289,19 @@ export class DoneButUnread extends Error {
     readonly done: string,
     override readonly cause: unknown,
   ) {
-    super(`${done}; reading it back was refused under load`);
+    super(`${done}; reading it back failed`);
   }
 }
 
-/** Reads back what a committed act left (`done`, in words); a refusal for load then says the act was done. */
+/**
+ * Reads back what a committed act left (`done`, in words); a refusal for load or a lost connection then says the act
+ * was done.
+ */
 export async function readBackDone<T>(done: string, read: () => Promise<T>): Promise<T> {
   try {
     return await read();
   } catch (error) {
-    if (overloadOf(error)) throw new DoneButUnread(done, error);
+    if (overloadOf(error) || lostConnectionOf(error)) throw new DoneButUnread(done, error);
     throw error;
   }
 }
@@ -329,12 +333,20 @@ export interface Overload {
 export function overloadOf(error: unknown): Overload | null {
   if (error instanceof DoneButUnread) {
     const busy = overloadOf(error.cause);
-    return busy
+    if (busy)
+      return {
+        retryAfterSeconds: busy.retryAfterSeconds,
+        reason: `done-unread:${busy.reason}`,
+        done: error.done,
+        detail: `${error.done}, but it could not be read back under load: read it after Retry-After; do not send this request again`,
+      };
+    const lost = lostConnectionOf(error.cause);
+    return lost
       ? {
-          retryAfterSeconds: busy.retryAfterSeconds,
-          reason: `done-unread:${busy.reason}`,
+          retryAfterSeconds: LOST_CONNECTION_RETRY_AFTER_SECONDS,
+          reason: `done-unread:${lost}`,
           done: error.done,
-          detail: `${error.done}, but it could not be read back under load: read it after Retry-After; do not send this request again`,
+          detail: `${error.done}, but reading it back lost its database connection: read it after Retry-After; do not send this request again`,
         }
       : null;
   }

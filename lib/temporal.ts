@@ -2,7 +2,7 @@
 // Temporal holds it (a read: the sweep's, the settlement's), and the settling of a review through its
 // waiting workflow; how every process reaches a secured Temporal (TLS, an mTLS client certificate, an
 // API key: TEMPORAL_TLS_*).
-import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
+import { Client, Connection, type WorkflowClientInterceptor } from '@temporalio/client';
 import type { TemporalSecurity } from './config.ts';
 import { dataConverterFor, type PayloadKey } from './payload-codec.ts';
 
@@ -25,15 +25,35 @@ export interface TemporalHandle {
 }
 
 /**
- * Connects lazily: the API starts (and reports not-ready) even while Temporal is down.
- * `interceptors`: the client's (tracing: lib/tracing.ts).
+ * The longest a workflow start or signal the API makes may take, the client's own retries included. Past it the call
+ * fails DEADLINE_EXCEEDED, which a route answers 503 WORKFLOW_UNAVAILABLE with Retry-After
+ * (lib/workflow-unavailable.ts).
+ * With none, a Temporal refusing calls for load was retried for some 40 s before any answer, and one that takes calls
+ * and never answers (a stuck frontend or proxy) was waited on for ever, the request's connection and its slot held.
+ */
+export const CALL_DEADLINE_MS = 10_000;
+
+/** Bounds each start and signal by `deadlineMs` (a deadline set around the call is replaced by this one). */
+function boundedWorkflowCalls(connection: Connection, deadlineMs: number): WorkflowClientInterceptor {
+  const within = <T>(call: () => Promise<T>): Promise<T> => connection.withDeadline(Date.now() + deadlineMs, call);
+  return {
+    startWithDetails: (input, next) => within(() => next(input)),
+    signal: (input, next) => within(() => next(input)),
+    signalWithStart: (input, next) => within(() => next(input)),
+  };
+}
+
+/**
+ * Connects lazily: the API starts (and reports not-ready) even while Temporal is down. Its starts and signals are
+ * bounded (CALL_DEADLINE_MS, or `callDeadlineMs`). `interceptors`: the client's (tracing: lib/tracing.ts).
  */
 export function connectTemporal(
   address: string,
   namespace: string,
   payloadKeys?: PayloadKey[],
   security?: TemporalSecurity,
-  interceptors?: ClientInterceptors,
+  interceptors?: { workflow: WorkflowClientInterceptor[] },
+  callDeadlineMs: number = CALL_DEADLINE_MS,
 ): TemporalHandle {
   const connection = Connection.lazy(temporalConnectionOptions(address, security));
   const dataConverter = dataConverterFor(payloadKeys);
@@ -41,7 +61,9 @@ export function connectTemporal(
     connection,
     namespace,
     ...(dataConverter ? { dataConverter } : {}),
-    ...(interceptors ? { interceptors } : {}),
+    interceptors: {
+      workflow: [boundedWorkflowCalls(connection, callDeadlineMs), ...(interceptors?.workflow ?? [])],
+    },
   });
   return { connection, client, close: () => connection.close() };
 }

@@ -19,7 +19,7 @@ import {
   ATTR_SERVICE_NAME,
   ATTR_URL_PATH,
 } from '@opentelemetry/semantic-conventions';
-import type { ClientInterceptors } from '@temporalio/client';
+import type { WorkflowClientInterceptor } from '@temporalio/client';
 import { OpenTelemetryWorkflowClientInterceptor } from '@temporalio/interceptors-opentelemetry/lib/client/index.js';
 import {
   makeWorkflowExporter,
@@ -63,7 +63,7 @@ export interface RequestSpan {
 
 export interface Tracing {
   /** For every Temporal Client of the process: StartWorkflow, SignalWorkflow, … spans, and the trace in the headers. */
-  clientInterceptors: ClientInterceptors;
+  clientInterceptors: { workflow: WorkflowClientInterceptor[] };
   /** The worker's activity interceptors (RunActivity spans, trace ids on activity log lines). */
   workerInterceptors: Pick<WorkerInterceptors, 'activity'>;
   /** The sink workflow spans leave the workflow sandbox through. */

@@ -9,16 +9,28 @@ import { isGrpcServiceError } from '@temporalio/client';
 export const WORKFLOW_UNAVAILABLE = 'WORKFLOW_UNAVAILABLE';
 
 /** gRPC status codes (grpc.status) this module reads. */
-const grpcStatus = { DEADLINE_EXCEEDED: 4, RESOURCE_EXHAUSTED: 8, FAILED_PRECONDITION: 9, UNAVAILABLE: 14 } as const;
+const grpcStatus = {
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  DEADLINE_EXCEEDED: 4,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  DATA_LOSS: 15,
+} as const;
 
 /**
  * Why Temporal did not take the call: `unreachable` (UNAVAILABLE, after the client's own retries),
  * `timed-out` (DEADLINE_EXCEEDED: the call may have been taken all the same), `busy`
- * (RESOURCE_EXHAUSTED: Temporal's own rate limits), `task-failing` (FAILED_PRECONDITION on an
- * update: the workflow's task fails, e.g. a deploy whose build cannot replay the run, so no update
- * is admitted until a build can run it).
+ * (RESOURCE_EXHAUSTED: Temporal's own rate limits), `interrupted` (the call broke off on the way:
+ * a stream reset by a proxy or a restarting frontend, INTERNAL, UNKNOWN, ABORTED, CANCELLED or
+ * DATA_LOSS, which the client itself retries as passing; it may have been taken all the same),
+ * `task-failing` (FAILED_PRECONDITION on an update: the workflow's task fails, e.g. a deploy whose
+ * build cannot replay the run, so no update is admitted until a build can run it).
  */
-export type WorkflowRefusalReason = 'unreachable' | 'timed-out' | 'busy' | 'task-failing';
+export type WorkflowRefusalReason = 'unreachable' | 'timed-out' | 'busy' | 'interrupted' | 'task-failing';
 
 export interface WorkflowRefusal {
   reason: WorkflowRefusalReason;
@@ -36,6 +48,7 @@ export const RETRY_AFTER_SECONDS: Record<WorkflowRefusalReason, number> = {
   unreachable: 5,
   'timed-out': 5,
   busy: 5,
+  interrupted: 5,
   'task-failing': 30,
 };
 
@@ -44,6 +57,7 @@ export const refusalWords: Record<WorkflowRefusalReason, string> = {
   unreachable: 'Temporal cannot be reached',
   'timed-out': 'Temporal did not answer in time',
   busy: 'Temporal is refusing calls for load',
+  interrupted: 'the call to Temporal broke off',
   'task-failing': 'its workflow task is failing (a deploy whose build cannot run it yet)',
 };
 
@@ -64,7 +78,11 @@ export function workflowRefusalOf(error: unknown, call: { update?: boolean } = {
     if (!isGrpcServiceError(current)) continue;
     const reason = reasonOf(current.code, call.update === true);
     if (reason)
-      return { reason, retryAfterSeconds: RETRY_AFTER_SECONDS[reason], mayHaveBeenTaken: reason === 'timed-out' };
+      return {
+        reason,
+        retryAfterSeconds: RETRY_AFTER_SECONDS[reason],
+        mayHaveBeenTaken: reason === 'timed-out' || reason === 'interrupted',
+      };
   }
   return null;
 }
@@ -79,9 +97,25 @@ function reasonOf(code: number, update: boolean): WorkflowRefusalReason | null {
       return 'busy';
     case grpcStatus.FAILED_PRECONDITION:
       return update ? 'task-failing' : null;
+    case grpcStatus.CANCELLED:
+    case grpcStatus.UNKNOWN:
+    case grpcStatus.ABORTED:
+    case grpcStatus.INTERNAL:
+    case grpcStatus.DATA_LOSS:
+      return 'interrupted';
     default:
       return null;
   }
+}
+
+/**
+ * What a start refused so is known to have done: `notStarted` when Temporal surely did not take it, else that it may
+ * have started all the same (a call timed out or broken off on the way), so the words never say it did not.
+ */
+export function startedWords(refusal: WorkflowRefusal, notStarted: string): string {
+  return refusal.mayHaveBeenTaken
+    ? 'it may have started all the same (the call was not answered): read it to see.'
+    : notStarted;
 }
 
 /**

@@ -76,11 +76,12 @@ export async function resolveReview<Ret, Args extends [unknown, ...unknown[]]>(
         return (await record.resolveWithoutWorkflow())
           ? { kind: 'resolved', through: 'database' }
           : { kind: 'not-waiting' };
-      // Past the deadline the worker's native connection answers CANCELLED, not DEADLINE_EXCEEDED: a time-out all
-      // the same.
+      // An update call that timed out or was cancelled is a time-out, read first: past the deadline the worker's native
+      // connection answers CANCELLED, not DEADLINE_EXCEEDED, which alone would read as a call broken off.
       const refusal =
-        workflowRefusalOf(error, { update: true }) ??
-        (error instanceof WorkflowUpdateRPCTimeoutOrCancelledError ? timedOut : null);
+        error instanceof WorkflowUpdateRPCTimeoutOrCancelledError
+          ? timedOut
+          : workflowRefusalOf(error, { update: true });
       // Refused for now: the record is as it was, unless another writer moved it meanwhile.
       if (refusal)
         return (await record.stillWaiting()) ? { kind: 'workflow-unavailable', refusal } : { kind: 'not-waiting' };

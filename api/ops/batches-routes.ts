@@ -36,7 +36,7 @@ import {
 } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { opsKeyHasScope, opsKeyNameOf } from './ops-key.ts';
-import { refusalWords } from '../../lib/workflow-unavailable.ts';
+import { refusalWords, startedWords } from '../../lib/workflow-unavailable.ts';
 import {
   idempotencyKeyHeader,
   malformedBodyCodes,
@@ -498,7 +498,7 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
           result.refusal,
           `${
             result.storedBy === 'this-request'
-              ? `the batch ${result.batch.batchId} is stored with its total held, RUNNING, but its runner could not be started (${refusalWords[result.refusal.reason]}): no item has started.`
+              ? `the batch ${result.batch.batchId} is stored with its total held, RUNNING, but its runner could not be started (${refusalWords[result.refusal.reason]}): ${startedWords(result.refusal, 'no item has started.')}`
               : `the batch ${result.batch.batchId} was stored, with its total held, by the first request with this Idempotency-Key; its runner could not be started or found running now (${refusalWords[result.refusal.reason]}).`
           } Send the same request with the same Idempotency-Key again after Retry-After: it answers this batch and starts its runner (a new key would be a second batch). If none comes, the sweep starts it.`,
         );

@@ -23,7 +23,7 @@ import { opsKeyHasScope, opsKeyNameOf } from './ops-key.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { actorHeader, resolvedByOf } from './ops-actor.ts';
-import { refusalWords } from '../../lib/workflow-unavailable.ts';
+import { refusalWords, startedWords } from '../../lib/workflow-unavailable.ts';
 import {
   badListQueryAnswer,
   idempotencyKeyHeader,
@@ -184,7 +184,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
           result.refusal,
           `${
             result.storedBy === 'this-request'
-              ? `the funding ${result.funding.fundingId} is stored, with its hold, but its workflow could not be started (${refusalWords[result.refusal.reason]}): it has not started.`
+              ? `the funding ${result.funding.fundingId} is stored, with its hold, but its workflow could not be started (${refusalWords[result.refusal.reason]}): ${startedWords(result.refusal, 'it has not started.')}`
               : `the funding ${result.funding.fundingId} was stored, with its hold, by the first request with this Idempotency-Key; its workflow could not be started or found running now (${refusalWords[result.refusal.reason]}).`
           } Send the same request with the same Idempotency-Key again after Retry-After: it answers this funding and starts it (a new key would be a second funding). If none comes, the sweep starts it.`,
         );

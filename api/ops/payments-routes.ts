@@ -17,7 +17,7 @@ import { opsKeyNameOf } from './ops-key.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { actorHeader, resolvedByOf } from './ops-actor.ts';
-import { refusalWords } from '../../lib/workflow-unavailable.ts';
+import { refusalWords, startedWords } from '../../lib/workflow-unavailable.ts';
 import {
   badListQueryAnswer,
   idempotencyKeyHeader,
@@ -181,7 +181,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
           result.refusal,
           `${
             result.storedBy === 'this-request'
-              ? `the payment ${result.payment.id} is stored but its workflow could not be started (${refusalWords[result.refusal.reason]}): nothing was sent to the wallet yet.`
+              ? `the payment ${result.payment.id} is stored but its workflow could not be started (${refusalWords[result.refusal.reason]}): ${startedWords(result.refusal, 'nothing was sent to the wallet yet.')}`
               : `the payment ${result.payment.id} was stored by the first request with this Idempotency-Key; its workflow could not be started or found running now (${refusalWords[result.refusal.reason]}).`
           } Send the same request with the same Idempotency-Key again after Retry-After: it answers this payment and starts it (a new key would be a second payment). If none comes, the sweep starts it.`,
         );

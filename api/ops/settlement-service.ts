@@ -25,7 +25,12 @@ import {
 import type { CsvReport, CsvValue } from '../../lib/csv.ts';
 import type { LineCursor, SettlementRun, SettlementRuns } from '../../ledger/settlement-runs.ts';
 import type { Logger } from '../../lib/logger.ts';
-import { refusalWords, workflowRefusalOf, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
+import {
+  refusalWords,
+  startedWords,
+  workflowRefusalOf,
+  WorkflowUnavailableError,
+} from '../../lib/workflow-unavailable.ts';
 import { settlementWorkflowId, startSettleDay } from '../../workflows/settle-day.contract.ts';
 import { workflowRunState } from '../../lib/temporal.ts';
 import { Overloaded } from '../../lib/admission.ts';
@@ -140,7 +145,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         );
         throw new WorkflowUnavailableError(
           refusal,
-          `the settlement run of ${run.date} is recorded, but its workflow could not be started (${refusalWords[refusal.reason]}): nothing has been checked yet. Ask for the day again (GET /ops/settlements/${run.date}) after Retry-After: that starts this run.`,
+          `the settlement run of ${run.date} is recorded, but its workflow could not be started (${refusalWords[refusal.reason]}): ${startedWords(refusal, 'nothing has been checked yet.')} Ask for the day again (GET /ops/settlements/${run.date}) after Retry-After: that starts this run.`,
         );
       }
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
@@ -221,7 +226,13 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         'settlement-runs',
       );
     }
-    throw new Error(`settlement of ${date}: no run could be started`);
+    // Every try found its run given up or numbered past (requests racing for the day, or a run whose workflow ended
+    // as it started): nothing is wrong with this request; the next one finds the day settled. Busy, never a 500.
+    throw new Overloaded(
+      FULL_RETRY_AFTER_SECONDS,
+      `settlement of ${date}: no run could be started now (other requests for the day moved first): ask again after Retry-After`,
+      'settlement-runs',
+    );
   }
 
   /** Waits up to `waitMs` for the run to end (or the caller to go away); the run as it then is. */

@@ -6,7 +6,8 @@
 // read back: a resolve changed nothing; a start stored its record whole, and the same request (with
 // the same key), once Temporal answers, finds it and starts it; a cancel is done without its workflow.
 import path from 'node:path';
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
+import { createServer as createHttp2Server, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -16,6 +17,7 @@ import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor }
 import { createTokenCipher, deriveSubkey } from '../../lib/token-cipher.ts';
 import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import { findFreePort } from '../../stack/ports.ts';
+import { connectTemporal, type TemporalHandle } from '../../lib/temporal.ts';
 import { batchWorkflowId } from '../../workflows/fund-batch.contract.ts';
 import { settlementWorkflowId } from '../../workflows/settle-day.contract.ts';
 import { NativeConnection } from '@temporalio/worker';
@@ -64,6 +66,46 @@ async function send(
     status: response.status,
     retryAfter: response.headers.get('retry-after'),
     body: (await response.json()) as Answer['body'],
+  };
+}
+
+interface ApiOn {
+  fetch: (path: string, init?: RequestInit) => Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** An API on the stack's database, keys and sandbox whose Temporal client is `temporal`: its ops fetch. */
+async function apiOn(temporal: Client): Promise<ApiOn> {
+  const app = createApp({
+    logger: createLogger({ level: 'silent' }),
+    hardening: { attemptCountScope: `test-${randomBytes(6).toString('hex')}` },
+    readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
+    services: {
+      database: stack.database,
+      refreshPool: stack.refreshPool,
+      tokens: stack.tokens,
+      cipher: createTokenCipher(stack.encryptionKey),
+      fingerprintKey: deriveSubkey(stack.encryptionKey, 'funding-fingerprint'),
+      wallet: stack.wallet,
+      temporal,
+      taskQueue: stack.taskQueue,
+      onboarding: stack.onboarding,
+      opsApiKeys: [stack.opsKey],
+    },
+  });
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    fetch: (path, init = {}) =>
+      fetch(`${base}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${stack.opsKey}`, ...(init.headers ?? {}) },
+      }),
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
   };
 }
 
@@ -240,7 +282,7 @@ describe('a funding in review whose workflow task is failing (a build that canno
 });
 
 describe('an API whose Temporal cannot be reached', () => {
-  let server: Server;
+  let api: ApiOn;
   let connection: Connection;
   /** The unreachable API's ops fetch: the stack's database, keys and sandbox, a Temporal client on a closed port. */
   let unreachableFetch: (path: string, init?: RequestInit) => Promise<Response>;
@@ -253,36 +295,11 @@ describe('an API whose Temporal cannot be reached', () => {
       address: `127.0.0.1:${await findFreePort()}`,
       interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 3 }))],
     });
-    const client = new Client({ connection, namespace: stack.temporalNamespace });
-    const app = createApp({
-      logger: createLogger({ level: 'silent' }),
-      hardening: { attemptCountScope: `test-${randomBytes(6).toString('hex')}` },
-      readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
-      services: {
-        database: stack.database,
-        refreshPool: stack.refreshPool,
-        tokens: stack.tokens,
-        cipher: createTokenCipher(stack.encryptionKey),
-        fingerprintKey: deriveSubkey(stack.encryptionKey, 'funding-fingerprint'),
-        wallet: stack.wallet,
-        temporal: client,
-        taskQueue: stack.taskQueue,
-        onboarding: stack.onboarding,
-        opsApiKeys: [stack.opsKey],
-      },
-    });
-    server = createServer(app);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    unreachableFetch = (path, init = {}) =>
-      fetch(`${base}${path}`, {
-        ...init,
-        headers: { authorization: `Bearer ${stack.opsKey}`, ...(init.headers ?? {}) },
-      });
+    api = await apiOn(new Client({ connection, namespace: stack.temporalNamespace }));
+    unreachableFetch = api.fetch;
   });
   afterAll(async () => {
-    server?.closeAllConnections();
-    await new Promise((resolve) => server?.close(resolve));
+    await api?.close();
     await connection?.close();
   });
 
@@ -401,4 +418,55 @@ describe('an API whose Temporal cannot be reached', () => {
       stack.temporal.workflow.getHandle(settlementWorkflowId(date, run!.id)).describe(),
     ).resolves.toBeDefined();
   }, 60_000);
+});
+
+describe('an API whose Temporal takes calls and never answers them (a stuck frontend or proxy)', () => {
+  let api: ApiOn;
+  let temporal: TemporalHandle;
+  let frontend: Http2Server;
+
+  beforeAll(async () => {
+    // A gRPC peer that answers the client's first call (GetSystemInfo, an empty answer is a whole one) and then takes
+    // every call and never answers it.
+    frontend = createHttp2Server();
+    frontend.on('stream', (stream, headers) => {
+      stream.on('error', () => undefined);
+      if (!String(headers[':path']).endsWith('/GetSystemInfo')) return;
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(Buffer.alloc(5));
+    });
+    await new Promise<void>((resolve) => frontend.listen(0, '127.0.0.1', resolve));
+    // As api/main.ts connects, with a shorter bound than CALL_DEADLINE_MS: what is proved is that there is one.
+    temporal = connectTemporal(
+      `127.0.0.1:${(frontend.address() as AddressInfo).port}`,
+      stack.temporalNamespace,
+      undefined,
+      undefined,
+      undefined,
+      2_000,
+    );
+    api = await apiOn(temporal.client);
+  });
+  afterAll(async () => {
+    await api?.close();
+    await temporal?.close();
+    await new Promise((resolve) => frontend?.close(resolve));
+  });
+
+  it('POST /ops/fundings: 503 WORKFLOW_UNAVAILABLE within the call’s bound, in words that do not say the start was not taken', async () => {
+    const key = randomUUID();
+    const body = { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '4.75' } };
+    // Before: no answer at all (the start was waited on for ever), past this test's own time-out.
+    const refused = await send(api.fetch, 'POST', '/ops/fundings', body, { 'idempotency-key': key });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    expect(refused.body.code).toBe('WORKFLOW_UNAVAILABLE');
+    expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
+    const stored = await stack.database.funding.findUniqueOrThrow({ where: { idempotencyKey: key } });
+    expect(refused.body.detail).toContain(`the funding ${stored.id} is stored, with its hold`);
+    expect(refused.body.detail).toContain('Temporal did not answer in time');
+    expect(refused.body.detail).toContain('it may have started all the same');
+    expect(refused.body.detail).not.toContain('it has not started');
+    expect(await ledgerKinds(stored.id)).toEqual(['HOLD']);
+  }, 30_000);
 });

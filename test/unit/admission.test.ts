@@ -210,6 +210,20 @@ describe('a committed act whose read back is refused for load (readBackDone)', (
     expect(busy?.detail).toMatch(/^the funding was cancelled, but it could not be read back under load: /);
     expect(busy?.detail).not.toMatch(/not known/);
     expect(busy).not.toHaveProperty('connectionRefused');
+    // A read back whose connection was lost (a failover, a pooler's restart): a read changed nothing, so the act is
+    // known done all the same. Found by a read: it was answered 500, "nothing you asked may have been done".
+    for (const lost of [
+      new Error('Connection terminated unexpectedly'),
+      new Prisma.PrismaClientKnownRequestError('closed', { code: 'P1017', clientVersion: 'test' }),
+    ]) {
+      const unread = await readBackDone('the batch was paused', () => Promise.reject(lost)).catch(
+        (thrown: unknown) => thrown,
+      );
+      const answer = overloadOf(unread);
+      expect(answer, lost.message).toMatchObject({ done: 'the batch was paused', retryAfterSeconds: 2 });
+      expect(answer?.reason).toMatch(/^done-unread:/);
+      expect(answer?.detail).toMatch(/^the batch was paused, but reading it back lost its database connection: /);
+    }
     const other = new Error('a bug');
     await expect(readBackDone('the funding was cancelled', () => Promise.reject(other))).rejects.toBe(other);
     await expect(readBackDone('the funding was cancelled', async () => 'read')).resolves.toBe('read');
