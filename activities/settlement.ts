@@ -243,12 +243,14 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           nextRetryDelay: whole - now + 250,
         });
       // Begun reading after the day and its grace: the whole day, however early the run was asked for. Else a report of
-      // the day so far, of the events stamped before now: it says up to when, and reads no further whatever its pages
-      // reach (an approval made after it began is in none of its pages, not in some; one being committed as it began
-      // may wait for a fresh run, as only a whole day's run waits SETTLEMENT_GRACE_MS for those). An attempt tried
-      // again after its begin committed keeps the instant its counts were taken at.
+      // the day so far, of the events stamped up to SETTLEMENT_GRACE_MS before now, as a whole day waits that long past
+      // its end: an event is stamped when its transaction writes it and seen when that commits, so an approval stamped
+      // a moment before now may not be seen yet, and a report that claimed the time up to now would leave it out while
+      // saying it covered it. It says up to when, and reads no further whatever its pages reach (an approval made after
+      // that is in none of its pages, not in some). An attempt tried again after its begin committed keeps the instant
+      // its counts were taken at.
       const wholeDay = now >= whole;
-      const readUntil = wholeDay ? null : (run.readUntil ?? new Date(now));
+      const readUntil = wholeDay ? null : (run.readUntil ?? new Date(now - SETTLEMENT_GRACE_MS));
       const day = settlementWindowOf({ ...run, readUntil });
       const [fundings, payments] = await Promise.all([
         countFundingsApprovedOn(database, day),

@@ -3,7 +3,7 @@
 // error a service throws with words that are true for what its request stored. The API answers it
 // 503 WORKFLOW_UNAVAILABLE with Retry-After, the console and the landing page with a page in words;
 // never 500. Anything else Temporal answers (a bug, a permanent refusal) stays an error.
-import { isGrpcServiceError } from '@temporalio/client';
+import { isGrpcServiceError, isRetryableError } from '@temporalio/client';
 
 /** The problem `code` of the answer: the workflow that would carry out the request cannot take it now. */
 export const WORKFLOW_UNAVAILABLE = 'WORKFLOW_UNAVAILABLE';
@@ -25,8 +25,10 @@ const grpcStatus = {
  * Why Temporal did not take the call: `unreachable` (UNAVAILABLE, after the client's own retries),
  * `timed-out` (DEADLINE_EXCEEDED: the call may have been taken all the same), `busy`
  * (RESOURCE_EXHAUSTED: Temporal's own rate limits), `interrupted` (the call broke off on the way:
- * a stream reset by a proxy or a restarting frontend, INTERNAL, UNKNOWN, ABORTED, CANCELLED or
- * DATA_LOSS, which the client itself retries as passing; it may have been taken all the same),
+ * UNKNOWN, ABORTED and DATA_LOSS, and the INTERNAL of a stream reset or a call ended with no status,
+ * which the client itself retries as passing; and CANCELLED, a stream a proxy or a draining frontend
+ * cancelled, which nothing in the API does itself; it may have been taken all the same; any other
+ * INTERNAL, a TLS alert or a message that cannot be read, is a fault and stays an error),
  * `task-failing` (FAILED_PRECONDITION on an update: the workflow's task fails, e.g. a deploy whose
  * build cannot replay the run, so no update is admitted until a build can run it).
  */
@@ -76,7 +78,7 @@ export function workflowRefusalOf(error: unknown, call: { update?: boolean } = {
     seen.add(current);
     if (current instanceof WorkflowUnavailableError) return current.refusal;
     if (!isGrpcServiceError(current)) continue;
-    const reason = reasonOf(current.code, call.update === true);
+    const reason = reasonOf(current, call.update === true);
     if (reason)
       return {
         reason,
@@ -87,8 +89,11 @@ export function workflowRefusalOf(error: unknown, call: { update?: boolean } = {
   return null;
 }
 
-function reasonOf(code: number, update: boolean): WorkflowRefusalReason | null {
-  switch (code) {
+function reasonOf(
+  status: { code: number; details: string; metadata: unknown },
+  update: boolean,
+): WorkflowRefusalReason | null {
+  switch (status.code) {
     case grpcStatus.UNAVAILABLE:
       return 'unreachable';
     case grpcStatus.DEADLINE_EXCEEDED:
@@ -97,10 +102,12 @@ function reasonOf(code: number, update: boolean): WorkflowRefusalReason | null {
       return 'busy';
     case grpcStatus.FAILED_PRECONDITION:
       return update ? 'task-failing' : null;
+    case grpcStatus.INTERNAL:
+      // Only the INTERNAL the client reads as passing (its own retry's test): a reset stream, a call with no status.
+      return isRetryableError(status as Parameters<typeof isRetryableError>[0]) ? 'interrupted' : null;
     case grpcStatus.CANCELLED:
     case grpcStatus.UNKNOWN:
     case grpcStatus.ABORTED:
-    case grpcStatus.INTERNAL:
     case grpcStatus.DATA_LOSS:
       return 'interrupted';
     default:

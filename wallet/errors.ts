@@ -75,6 +75,15 @@ export function isWalletError(error: unknown): error is WalletError {
   return error instanceof WalletError;
 }
 
+/**
+ * The wallet refusing this partner's own credentials, not the request: the token endpoint's `invalid_client` (a client
+ * secret rotated at the wallet and not here), or the op service's 401 CLIENT_TOKEN_INVALID. Nothing of the call was
+ * taken; a person cannot mend it by trying again, the partner's configuration can.
+ */
+export function isCredentialsRefusal(error: WalletError): boolean {
+  return error.code === 'invalid_client' || (error.httpStatus === 401 && error.code === 'CLIENT_TOKEN_INVALID');
+}
+
 /** The longest Retry-After honoured as given; a longer one waits this long. */
 export const MAX_RETRY_AFTER_MS = 5 * 60_000;
 

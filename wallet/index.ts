@@ -9,6 +9,7 @@ export {
   MAX_RETRY_AFTER_MS,
   MIN_RETRY_AFTER_MS,
   WalletError,
+  isCredentialsRefusal,
   isWalletError,
   retryDelayOf,
   transportCodes,

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { Amount } from '../domain/money.ts';
 import type { ClientTokenCache } from './client-token.ts';
-import { CallNotSent, isWalletError, WalletError } from './errors.ts';
+import { CallNotSent, isCredentialsRefusal, isWalletError, WalletError } from './errors.ts';
 import type { WalletOperation } from './operations.ts';
 import { ProfileError } from './profile.ts';
 import type { ProfileReader } from './profile.ts';
@@ -68,7 +68,7 @@ export interface SendWhile {
 
 /** The op service's word that the client token was refused: nothing of the call was taken. */
 function clientTokenRefused(error: unknown): error is WalletError {
-  return isWalletError(error) && error.httpStatus === 401 && error.code === 'CLIENT_TOKEN_INVALID';
+  return isWalletError(error) && error.operation !== 'connect.token.client_credentials' && isCredentialsRefusal(error);
 }
 
 /**

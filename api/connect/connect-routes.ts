@@ -15,7 +15,7 @@ import { readLoginToken, spendLoginGrant, type LoginRefusal } from '../../links/
 import type { Logger } from '../../lib/logger.ts';
 import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import type { TokenStore } from '../../links/token-store.ts';
-import { isWalletError, retryDelayOf, type WalletClient } from '../../wallet/index.ts';
+import { isCredentialsRefusal, isWalletError, retryDelayOf, type WalletClient } from '../../wallet/index.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { pageCsp, renderPage, type PageContent } from './connect-pages.ts';
 import { limitRequests, rateLimitedPageAnswer, type RateLimiter } from '../http/rate-limit.ts';
@@ -493,10 +493,16 @@ export function connectRouter(deps: ConnectDependencies): Router {
       if (overloadOf(error) || lostConnectionOf(error)) throw error;
       // The wallet asked us to slow down (its 429): nothing was linked, and the person is told when to start again.
       const rateLimited = isWalletError(error) && error.httpStatus === 429;
+      // The wallet refused this partner's own credentials (the code exchange's client secret, the profile's client
+      // token): no fault of the person's or of this login, and not theirs to mend by starting again at once.
+      const ourCredentials = isWalletError(error) && isCredentialsRefusal(error);
       const code = rateLimited ? 'WALLET_RATE_LIMITED' : isWalletError(error) ? error.code : 'INTERNAL';
-      deps.logger.warn(
+      (ourCredentials ? deps.logger.error : deps.logger.warn).call(
+        deps.logger,
         { code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined },
-        'connect callback failed',
+        ourCredentials
+          ? "connect callback failed: the wallet refused this partner's client credentials (check WALLET_CLIENT_SECRET)"
+          : 'connect callback failed',
       );
       await deps.database.$transaction([
         deps.database.loginState.update({ where: { stateHash }, data: { outcome: `ERROR:${code}`.slice(0, 64) } }),
@@ -516,7 +522,20 @@ export function connectRouter(deps: ConnectDependencies): Router {
         });
         return;
       }
-      const refused = isWalletError(error) && error.outcome === 'rejected';
+      if (ourCredentials) {
+        page(res, 503, {
+          tone: 'error',
+          title: 'Your wallet was not linked',
+          paragraphs: [
+            'We could not complete the login with the wallet just now, for a reason on our side, and nothing was linked. Please try again later; if it goes on, contact support.',
+          ],
+        });
+        return;
+      }
+      // Not the wallet's answer (a fault of ours): recorded above, and answered by the router's error handler, a 500
+      // logged as one, never the wallet blamed for it.
+      if (!isWalletError(error)) throw error;
+      const refused = error.outcome === 'rejected';
       page(res, refused ? 400 : 502, {
         tone: 'error',
         title: 'Your wallet was not linked',

@@ -21,7 +21,7 @@ import { isAdjustableAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor } from '../../ledger/ledger.ts';
 import { lastWholeDay } from '../../ledger/settlement.ts';
 import type { SettlementRun } from '../../ledger/settlement-runs.ts';
-import { refusalWords, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
+import { refusalWords, startedWords, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
 import { clientGone } from '../http/client-gone.ts';
 import {
   defineRoute,
@@ -488,7 +488,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       if (!(error instanceof WorkflowUnavailableError)) throw error;
       // The day's run is recorded but Temporal could not start it: this page, reloaded, starts it.
       res.setHeader('Retry-After', String(error.refusal.retryAfterSeconds));
-      const message = `The settlement of ${date.data} could not start just now (${refusalWords[error.refusal.reason]}): nothing has been checked yet. Its run is recorded: send the form again in ${error.refusal.retryAfterSeconds} seconds to start it.`;
+      const message = `The settlement of ${date.data} could not start just now (${refusalWords[error.refusal.reason]}): ${startedWords(error.refusal, 'nothing has been checked yet.')} Its run is recorded: send the form again in ${error.refusal.retryAfterSeconds} seconds to start it.`;
       sendRefused(res, 503, { person, section: 'accounts', title: 'Not started yet', message, back });
       return;
     }

@@ -42,9 +42,9 @@ export const doneNotices = {
   // Temporal could not start the batch's runner just now (lib/workflow-unavailable.ts): what is stored stands, the
   // sweep starts the runner.
   'stored-waiting':
-    'The batch is stored and its total is held, but its run could not be started just now (walletflow cannot reach its workflows): no item has started yet. It starts on its own at the next sweep, within minutes. Do not upload the file again: that would make a second batch.',
+    'The batch is stored and its total is held, but walletflow could not start its run just now, or did not hear that it started (its workflows did not answer): the counts below say whether any item has started. If none has, it starts on its own at the next sweep, within minutes. Do not upload the file again: that would make a second batch.',
   'approve-waiting':
-    'You approved the batch, but its run could not be started just now (walletflow cannot reach its workflows): no item has started yet. It starts on its own at the next sweep, within minutes; your approval stands.',
+    'You approved the batch, but walletflow could not start its run just now, or did not hear that it started (its workflows did not answer): the counts below say whether any item has started. If none has, it starts on its own at the next sweep, within minutes; your approval stands.',
 } as const;
 export type DoneNotice = keyof typeof doneNotices;
 

@@ -90,7 +90,7 @@ export function createOnboardingDispatcher(options: OnboardingDispatcherOptions)
     if (outcome.kind === 'retry') {
       logger.info(
         { sessionRecordId, code: outcome.error.code },
-        'on-demand onboarding: the wallet did not answer; the workflow goes on',
+        'on-demand onboarding: the wallet did not give the profile now; the workflow goes on',
       );
     }
   }

@@ -220,7 +220,7 @@ const routes = {
         ['UNSUPPORTED_MEDIA_TYPE', 'UNSUPPORTED_CONTENT_ENCODING', 'UNSUPPORTED_CHARSET'],
       ),
       '503': workflowUnavailableAnswer(
-        'the batch is stored with its total held, RUNNING (its id is in the detail), but its runner has not started, no item has; the same request with the same key answers it and starts the runner (never a new key: that would be a second batch), and if none comes the sweep starts it at its next run. OVERLOADED is also the answer when the batch uploads being read and stored hold the memory set aside for uploads',
+        'the batch is stored with its total held, RUNNING (its id is in the detail), but its runner could not be started (or its start was not answered: it may have started); the same request with the same key answers it and starts the runner (never a new key: that would be a second batch), and if none comes the sweep starts it at its next run. OVERLOADED is also the answer when the batch uploads being read and stored hold the memory set aside for uploads',
       ),
       '422': {
         description: `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself). A body that cannot be a batch is refused while it is read, nothing past the problem read: its 100,001st item, a CSV row with more fields than the header or a line over 1024 characters, JSON of a shape no batch has (a member other than name, source and items; items that are not an array; an item over 4 KiB, a name or source over 8 KiB, any string, number, key or run of spaces over 4 KiB; nesting deeper than 5). Or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,

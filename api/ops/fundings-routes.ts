@@ -75,7 +75,7 @@ const routes = {
         ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND', ...fundingRefusalCodes],
       ),
       '503': workflowUnavailableAnswer(
-        'the funding is stored with its hold (its id is in the detail) but its workflow has not started; the same request with the same key answers it and starts it (never a new key: that would be a second funding), and if none comes the sweep starts it once it has been idle RECONCILE_AFTER_SECONDS',
+        'the funding is stored with its hold (its id is in the detail) but its workflow could not be started (or its start was not answered: it may have started); the same request with the same key answers it and starts it (never a new key: that would be a second funding), and if none comes the sweep starts it once it has been idle RECONCILE_AFTER_SECONDS',
       ),
     },
   }),

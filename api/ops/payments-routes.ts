@@ -85,7 +85,7 @@ const routes = {
         'CURRENCY_NOT_ACCEPTED',
       ]),
       '503': workflowUnavailableAnswer(
-        'the payment is stored (its id is in the detail) but its workflow has not started, nothing was sent to the wallet; the same request with the same key answers it and starts it (never a new key: that would be a second payment), and if none comes the sweep starts it once it is RECONCILE_AFTER_SECONDS old',
+        'the payment is stored (its id is in the detail) but its workflow could not be started (or its start was not answered: it may have started); the same request with the same key answers it and starts it (never a new key: that would be a second payment), and if none comes the sweep starts it once it is RECONCILE_AFTER_SECONDS old',
       ),
     },
   }),

@@ -84,7 +84,7 @@ const notStarted = problemAnswer('the day has not begun in SETTLEMENT_TZ: nothin
 ]);
 const notConfigured = problemAnswer('settlement is not configured', ['NOT_CONFIGURED']);
 const runNotStarted = workflowUnavailableAnswer(
-  'the day’s run is recorded but its workflow has not started, nothing checked; the next GET of the day starts it',
+  'the day’s run is recorded but its workflow could not be started (or its start was not answered: it may have started); the next GET of the day starts it',
 );
 
 // Reading the settlement, and asking for it again, are `read`: a run reads the wallet and the books, it moves nothing.

@@ -226,8 +226,12 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         'settlement-runs',
       );
     }
-    // Every try found its run given up or numbered past (requests racing for the day, or a run whose workflow ended
-    // as it started): nothing is wrong with this request; the next one finds the day settled. Busy, never a 500.
+    // Every try found its run given up or numbered past: requests racing for the day, which the next one finds settled,
+    // or a run whose workflow ends it as it starts, a fault logged as one. Busy to the caller either way, never a 500.
+    logger.error(
+      { date },
+      'settlement: no run of the day could be started in three tries (each given up or numbered past as it started)',
+    );
     throw new Overloaded(
       FULL_RETRY_AFTER_SECONDS,
       `settlement of ${date}: no run could be started now (other requests for the day moved first): ask again after Retry-After`,

@@ -230,6 +230,30 @@ describe('/connect/callback', () => {
     expect(event?.detail).toContain('WALLET_RATE_LIMITED');
   });
 
+  it('answers the wallet refusing this partner’s own client credentials as a fault on our side, not the person’s login refused', async () => {
+    // Found by a read: the code exchange's invalid_client was answered 400 "the wallet refused this login (it may have
+    // expired or been used already)", and a person sent to start again met the same refusal.
+    const user = await stack.admin.createUser({ password: 'pw-credentials' });
+    const { location, partnerUserId } = await startLogin(user.mobile);
+    const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-credentials');
+    await stack.admin.setFaults([
+      { endpoint: 'connect.token', mode: 'error-before-effect', rate: 1, status: 401, code: 'invalid_client' },
+    ]);
+    try {
+      const response = await callback(params);
+      expect(response.status).toBe(503);
+      const text = await response.text();
+      expect(text).toContain('Your wallet was not linked');
+      expect(text).toContain('for a reason on our side');
+      expect(text).not.toContain('refused this login');
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    expect(await stack.database.link.count({ where: { partnerUserId } })).toBe(0);
+    const event = await stack.database.linkEvent.findFirst({ where: { partnerUserId, type: 'LOGIN_FAILED' } });
+    expect(event?.detail).toContain('invalid_client');
+  });
+
   it('shows a clear page for error= and records it', async () => {
     const user = await stack.admin.createUser({ password: 'pw-error' });
     const { state, partnerUserId } = await startLogin(user.mobile);

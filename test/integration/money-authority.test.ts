@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { defaultFundingLimits } from '../../ledger/limits.ts';
+import { SETTLEMENT_GRACE_MS } from '../../ledger/settlement.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -253,7 +254,16 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     const { linkId } = await linkedUser();
     const started = await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId }, amount: amount('7.00') });
     await waitFinal(started.body.fundingId as string);
-    const date = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Manila' }).format(new Date());
+    // A report of the day so far covers what was approved up to SETTLEMENT_GRACE_MS before its run began (an approval
+    // stamped later may still be committing): the funding's timeline is moved back past that, as if approved minutes
+    // ago, and the day is the one it was approved on then.
+    const back = `${(SETTLEMENT_GRACE_MS + 60_000) / 1000} seconds`;
+    await stack.database.$executeRaw`
+      UPDATE funding_event SET at = at - ${back}::interval WHERE funding_id = ${started.body.fundingId as string}::uuid`;
+    const approved = await stack.database.fundingEvent.findFirstOrThrow({
+      where: { fundingId: started.body.fundingId as string, status: 'APPROVED' },
+    });
+    const date = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Manila' }).format(approved.at);
     // The first GET of a day settles it and later ones serve that stored report (contract 10), so
     // another file's GET of today, earlier, answers without this funding: a fresh run counts it.
     const fresh = await waitUntil(

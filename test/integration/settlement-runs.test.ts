@@ -5,6 +5,7 @@
 // one run, a second POST is refused; the CLI follows it. Under the wallet's 429s and a worker
 // killed mid-run: settlement-run-faults.test.ts (a stack of its own, beside this one).
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
@@ -19,6 +20,7 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 import { expectProgress, php, settlementRunKit, timeZone, tuning, type Answer } from '../support/settlement-run-kit.ts';
 import { waitUntil } from '../support/wait-for.ts';
 import { runCli } from '../support/cli-run.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 
 let stack: PartnerStack;
 /** The time the worker's settlement activities take for the database's clock while a test sets one; else the real. */
@@ -741,7 +743,7 @@ describe('a day settled by a durable run', () => {
     const report = await settlements.page(settled.run, null, 1000);
     expect(report).toMatchObject({
       complete: false,
-      readUntil: new Date(begun).toISOString(),
+      readUntil: new Date(begun - SETTLEMENT_GRACE_MS).toISOString(),
       fundings: { matched: 3, missing: 0, mismatched: 0, total: { count: 3 } },
     });
     expect(settled.run).toMatchObject({ total: 3, checked: 3 });
@@ -751,6 +753,52 @@ describe('a day settled by a durable run', () => {
     expect(lines.at(-1)).toContain(
       `the day so far, not the whole day (events up to ${report.readUntil}, settled at ${report.settledAt})`,
     );
+  });
+
+  it('covers, in a report of the day so far, every approval stamped before the instant it states: one still being committed as it begins is after that instant', async () => {
+    // Found by a read: the day so far was read up to the run's begin, and an approval stamped a moment before by a
+    // transaction that committed after the page was read was in no line, while the report said it covered that time.
+    const day = await freshDay();
+    await plant(day, 3);
+    const begun = Date.parse(`${day}T20:00:00+08:00`);
+    workerClock = begun;
+    const [planted] = await stack.database.$queryRaw<Array<{ id: string }>>`
+      SELECT f.id::text AS id FROM funding f JOIN funding_event ev ON ev.funding_id = f.id AND ev.status = 'APPROVED'
+      WHERE ev.at >= ${new Date(`${day}T00:00:00+08:00`)} AND ev.at < ${new Date(begun)} LIMIT 1`;
+    // A funding approved 30 s before the run begins, in a transaction that commits only once the run has read the day.
+    const late = new pg.Client({ connectionString: testDatabaseUrl() });
+    await late.connect();
+    onTestFinished(() => late.end());
+    const stampedAt = new Date(begun - 30_000);
+    await late.query({ text: 'BEGIN' });
+    const {
+      rows: [copy],
+    } = await late.query<{ id: string }>({
+      text: `INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type,
+                            cash_in_code_encrypted, cash_in_code_masked, currency, amount, transfer_id,
+                            abandoned_transfer_ids, created_at, updated_at, owner_seen_at)
+       SELECT gen_random_uuid(), 'late-' || md5(random()::text), request_fingerprint, 'funding-late-' || md5(random()::text),
+              status, recipient_type, cash_in_code_encrypted, cash_in_code_masked, currency, amount,
+              'late-' || md5(random()::text), abandoned_transfer_ids, $1, $1, $1
+       FROM funding WHERE id = $2 RETURNING id::text AS id`,
+      values: [stampedAt, planted!.id],
+    });
+    await late.query({
+      text: `INSERT INTO funding_event (funding_id, status, at) VALUES ($1, 'APPROVED', $2)`,
+      values: [copy!.id, stampedAt],
+    });
+    const settlements = settlementServiceAt(() => begun);
+    const settled = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
+    if (settled.kind !== 'report') throw new Error(`not settled: ${settled.kind}`);
+    await late.query({ text: 'COMMIT' });
+    const report = await settlements.page(settled.run, null, 1000);
+    const [counted] = await stack.database.$queryRaw<Array<{ stamped: bigint }>>`
+      SELECT count(DISTINCT ev.funding_id) AS stamped FROM funding_event ev JOIN funding f ON f.id = ev.funding_id
+      WHERE ev.status = 'APPROVED' AND f.status = 'APPROVED'
+        AND ev.at >= ${new Date(`${day}T00:00:00+08:00`)} AND ev.at < ${new Date(report.readUntil!)}`;
+    // Before: 3 in the report, 4 stamped before the instant it stated.
+    expect(report.fundings.total.count).toBe(Number(counted!.stamped));
+    expect(new Date(report.readUntil!).getTime()).toBeLessThanOrEqual(stampedAt.getTime());
   });
 
   it('refuses a day that has not begun; settles today so far and says the day is not complete', async () => {

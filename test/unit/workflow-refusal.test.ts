@@ -37,6 +37,12 @@ describe('workflowRefusalOf', () => {
     // refusal to wait out.
     for (const code of [3, 5, 7, 9, 12, 16])
       expect(workflowRefusalOf(grpcError(code, 'refused')), String(code)).toBe(null);
+    // An INTERNAL the client does not read as passing is a fault: a TLS alert, a message that cannot be read.
+    for (const details of [
+      'Received RST_STREAM with code 2 triggered by internal client error: SSL alert number 42',
+      'Response message parsing error: invalid wire type',
+    ])
+      expect(workflowRefusalOf(grpcError(13, details)), details).toBe(null);
     expect(startedWords(workflowRefusalOf(grpcError(14, 'unavailable'))!, 'it has not started.')).toBe(
       'it has not started.',
     );
