@@ -14,6 +14,7 @@ import type { Funding, Payment } from '../generated/prisma/client.ts';
 import type { SweepCursor } from '../lib/list-page.ts';
 import { resolveReview } from '../reviews/resolve-review.ts';
 import type { Logger } from '../lib/logger.ts';
+import { RECONCILIATION_ACTOR } from '../lib/ops-keys.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { workflowRunState } from '../lib/temporal.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
@@ -69,8 +70,6 @@ export interface SweepDependencies {
   passBudgetMs?: number;
 }
 
-/** Who resolves a review from the wallet's own final state. */
-const RECONCILIATION = 'reconciliation';
 const DAY_SECONDS = 86_400;
 const DAY_MS = DAY_SECONDS * 1000;
 /** How long the sweep waits for a review's workflow to take a resolution (the API waits RESOLVE_DEADLINE_MS). */
@@ -161,7 +160,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     const input: ResolveFundingUpdateInput = {
       outcome,
       note: `the wallet shows the transfer ${outcome}`,
-      resolvedBy: RECONCILIATION,
+      resolvedBy: RECONCILIATION_ACTOR,
       code: outcome === 'DECLINED' ? (declineCode ?? 'DECLINED') : null,
       requestReferenceNo,
     };

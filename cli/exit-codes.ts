@@ -9,6 +9,11 @@ export const exitCodes = {
   timeout: 2,
   /** The API refused the request, answered with an error, or could not be reached. */
   api: 3,
+  /**
+   * `settlement-report`: every line matched, but the report is of the day so far, not the whole day (the day is not
+   * over in SETTLEMENT_TZ): a job that checks a day by its exit code does not take today's for the day.
+   */
+  daySoFar: 4,
   /** Bad command-line input (EX_USAGE). */
   usage: 64,
   /** No ops API key or an unreadable key file (EX_CONFIG, as elsewhere in walletflow). */

@@ -15,7 +15,7 @@ import { OpsProblemError } from './ops-client.ts';
 import { createCountProgress, type CountProgress } from './progress.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { listQuery } from './ops-input.ts';
-import { upTo } from '../domain/ledger.ts';
+import { DAY_SO_FAR_WORDS, upTo } from '../domain/ledger.ts';
 import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
 
 export type LedgerCommandOptions = OpsCommandOptions;
@@ -166,7 +166,7 @@ export const runSettlementReport = (options: LedgerCommandOptions & { date: stri
       progress.close();
     }
     const clean = [report.fundings, report.payments].every((side) => side.missing === 0 && side.mismatched === 0);
-    const code = clean ? exitCodes.ok : exitCodes.failed;
+    const code = !clean ? exitCodes.failed : report.complete ? exitCodes.ok : exitCodes.daySoFar;
     if (options.output === 'csv') {
       const csv = await client.getSettlement({ date: options.date, format: 'csv' });
       // A run of the day started since the report above (another person's --fresh): its progress, not a CSV.
@@ -241,8 +241,8 @@ async function printReportJson(client: OpsClient, first: Settlement): Promise<vo
 }
 
 /**
- * Exit 1 when the settlement CSV's totals lines count a line missing or mismatched, else 0; a CSV without both is not
- * a whole report.
+ * Exit 1 when the settlement CSV's totals lines count a line missing or mismatched; else 4 when they say the report is
+ * of the day so far, 0 when of the whole day. A CSV without both is not a whole report.
  */
 export function csvExitCode(csv: string): number {
   // Its last two lines (a line's quoted field may hold a line break, so never a line found elsewhere).
@@ -253,7 +253,8 @@ export function csvExitCode(csv: string): number {
     .map((line) => /^"total:(?:fundings|payments)",.*"matched=\d+ missing=(\d+) mismatched=(\d+)"/.exec(line));
   if (!totals.every((line) => line !== null) || totals.length !== 2)
     throw new CliInputError('the settlement CSV has no totals lines: it is not a whole report', exitCodes.api);
-  return totals.every((line) => line?.[1] === '0' && line[2] === '0') ? exitCodes.ok : exitCodes.failed;
+  if (!totals.every((line) => line?.[1] === '0' && line[2] === '0')) return exitCodes.failed;
+  return totals.some((line) => line?.input.includes(`; ${DAY_SO_FAR_WORDS} (`)) ? exitCodes.daySoFar : exitCodes.ok;
 }
 
 /**

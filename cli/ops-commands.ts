@@ -376,13 +376,13 @@ walletflow payments resolve); ${apiExits}`,
     program
       .command('settlement-report')
       .description("a day's approved fundings and succeeded payments against the wallet's records and the ledger")
-      .requiredOption('--date <YYYY-MM-DD>', 'the day, in SETTLEMENT_TZ (default Asia/Manila)')
+      .requiredOption('--date <YYYY-MM-DD>', "the day, in the API's SETTLEMENT_TZ (not this machine's time zone)")
       .option('--fresh', 'settle the day again (a fresh run), and wait for its report'),
     ['json', 'csv', 'text'],
   )
     .addHelpText(
       'after',
-      `\nThe first report of a day starts its run; a bar on stderr follows it (Ctrl-C leaves it running).\nExit codes: 0 every item matched; 1 something missing or mismatched; ${apiExits}`,
+      `\nThe first report of a day starts its run; a bar on stderr follows it (Ctrl-C leaves it running).\nExit codes: 0 every item of the whole day matched; 4 every item matched, of the day so far (the day is not over); 1 something missing or mismatched; ${apiExits}`,
     )
     .action((options: OpsCommandOptions & { date: string; fresh?: boolean }) =>
       run(import('./ledger.ts').then((module) => module.runSettlementReport(options))),

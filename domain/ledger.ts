@@ -186,6 +186,9 @@ export const settlementDateSchema = z.iso
     'the date must lie between 1970-01-01 and 9998-12-31',
   );
 
+/** What a settlement CSV's totals say of a report of the day so far (the CLI's exit code reads it there). */
+export const DAY_SO_FAR_WORDS = 'the day so far, not the whole day';
+
 /** What a report of the day so far covers: up to its read-until instant (older runs: when they were settled). */
 export const upTo = (scope: { settledAt: string; readUntil?: string | null }): string =>
   scope.readUntil == null

@@ -16,13 +16,16 @@ import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric, toNumeric } from '../domain/money.ts';
 import { actorIdentity } from '../domain/actor.ts';
 import { batchWebhookEventType } from '../domain/webhook.ts';
-import { inAdmissionLane } from '../lib/admission.ts';
+import { inAdmissionLane, lockNotAvailable, Overloaded } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
 import { checkBatchUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
 import type { BatchItemRows, BatchItemsRecord, EndedBatchItems } from './batch-items-record.ts';
 import type { BatchItemTally, FundingRecord } from './funding-record.ts';
 import { userUsage } from './funding-usage.ts';
+
+/** When a move refused because another move of the batch holds its row is asked for again (takeRowNow). */
+const BATCH_BUSY_RETRY_AFTER_SECONDS = 5;
 
 export interface NewBatch {
   id: string;
@@ -88,6 +91,25 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
         AND created_at > now() - interval '24 hours' AND approved_by IS NULL AND state <> 'REJECTED'::"FundingBatchState"`;
     const total = rows[0]?.total;
     return total ? fromNumeric(total) : 0n;
+  }
+
+  /**
+   * The batch's row for a move someone asked for, at once or not at all: another move may hold it for minutes (a cancel
+   * ending 100,000 items), and a request waiting behind it held a database slot and a connection meanwhile, so a few
+   * repeats (a double click, a client's retry) filled the process's line for every other request. Refused, nothing
+   * changed, with when to ask again. The runner's own move (completed) waits: it is no one's request.
+   */
+  async function takeRowNow(tx: Prisma.TransactionClient, batchId: string): Promise<void> {
+    try {
+      await tx.$queryRaw`SELECT 1 AS locked FROM funding_batch WHERE id = ${batchId}::uuid FOR UPDATE NOWAIT`;
+    } catch (error) {
+      if (!lockNotAvailable(error)) throw error;
+      throw new Overloaded(
+        BATCH_BUSY_RETRY_AFTER_SECONDS,
+        `another change of batch ${batchId} is under way (ending many items takes minutes): nothing was changed; read the batch, and send the request again after Retry-After if it still applies`,
+        'batch-busy',
+      );
+    }
   }
 
   /** The webhook a batch's end emits, in the move's own transaction. */
@@ -226,6 +248,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
       let ended: EndedBatchItems = { count: 0, byCreatedAt: new Map() };
       const moved = await database.$transaction(
         async (tx) => {
+          if (by) await takeRowNow(tx, batchId);
           const moved = await tx.fundingBatch.updateMany({
             where: { id: batchId, state: { in: [...from] } },
             data: {

@@ -6,7 +6,7 @@
 // of them, the day's bounds and the CSV's lines; the run that applies them a page at a time is the
 // settleDay workflow (activities/settlement.ts), its lines stored by ledger/settlement-runs.ts.
 import { Prisma } from '../generated/prisma/client.ts';
-import { upTo, type SettlementCounts, type SettlementItem } from '../domain/ledger.ts';
+import { DAY_SO_FAR_WORDS, upTo, type SettlementCounts, type SettlementItem } from '../domain/ledger.ts';
 import { amountOf, formatAmount, fromNumeric, thousandthsIn } from '../domain/money.ts';
 import type { CsvValue } from '../lib/csv.ts';
 import type { Database } from '../lib/database.ts';
@@ -274,6 +274,20 @@ export function lastWholeDay(at: Date, timeZone: string): string {
 export const SETTLEMENT_GRACE_MS = 120_000;
 
 /**
+ * Whether two settings of SETTLEMENT_TZ name the same zone, however spelled (`asia/manila` and `Asia/Manila`, `Etc/UTC`
+ * and `UTC`), as this process's time zone data reads them: a stored run is served only to its own zone.
+ */
+export function sameZone(a: string, b: string): boolean {
+  if (a === b) return true;
+  try {
+    const named = (zone: string) => new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone;
+    return named(a) === named(b);
+  } catch {
+    return false;
+  }
+}
+
+/**
  * The instant the day `date` (YYYY-MM-DD) of `timeZone` ends: the first millisecond that falls on a later day there
  * (its next midnight, or where a clock put forward skips midnight, the first instant after it). Found by halving, on
  * the day's own calendar: whatever the zone's offsets that day, no rule of thumb about them.
@@ -352,7 +366,7 @@ export function settlementCsvTotals(
       null,
       scope.complete
         ? `${counts.total.count} items`
-        : `${counts.total.count} items; the day so far, not the whole day (${upTo(scope)})`,
+        : `${counts.total.count} items; ${DAY_SO_FAR_WORDS} (${upTo(scope)})`,
     ];
   });
 }

@@ -25,9 +25,10 @@ export class Overloaded extends Error {
     detail: string,
     /**
      * What was full: `admission` (the database's slots; the detail is for the log) or a bound of walletflow's own whose
-     * detail is told to the client (`settlement-runs`: SETTLEMENT_MAX_RUNS).
+     * detail is told to the client (`settlement-runs`: SETTLEMENT_MAX_RUNS; `batch-busy`: another move of the batch
+     * holds its row).
      */
-    readonly reason: 'admission' | 'settlement-runs' = 'admission',
+    readonly reason: 'admission' | 'settlement-runs' | 'batch-busy' = 'admission',
   ) {
     super(detail);
   }
@@ -263,6 +264,14 @@ export function lostConnectionOf(error: unknown): string | null {
   }
   if (error instanceof Error && lostConnectionMessages.test(error.message)) return 'connection-lost';
   return null;
+}
+
+/** PostgreSQL's lock_not_available (55P03): a row a statement asked for without waiting (NOWAIT) was locked. */
+export function lockNotAvailable(error: unknown): boolean {
+  return (
+    error instanceof Prisma.PrismaClientKnownRequestError &&
+    String(adapterCauseOf(error)?.originalCode ?? '') === '55P03'
+  );
 }
 
 /** Whether the database refused a statement's connection: that statement never ran (an earlier one may have). */

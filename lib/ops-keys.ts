@@ -16,6 +16,15 @@ export interface OpsKey {
 /** The name a bare key gets. */
 export const DEFAULT_KEY_NAME = 'default';
 
+/** Who resolves a review from the wallet's own final state (the sweep), as its records say. */
+export const RECONCILIATION_ACTOR = 'reconciliation';
+
+/**
+ * Names walletflow records for acts of its own, or shows where a record names no one: no key may take one (compared
+ * without case), or a person's resolve would read as walletflow's own reconciliation.
+ */
+const reservedNames: ReadonlySet<string> = new Set([RECONCILIATION_ACTOR, 'unknown']);
+
 const namePattern = /^[A-Za-z0-9._-]{1,64}$/;
 const isScope = (value: string): value is OpsScope => (opsScopes as readonly string[]).includes(value);
 
@@ -35,6 +44,8 @@ export function parseOpsKeyEntry(entry: string, position = 1): OpsKey {
     throw new OpsKeyError(`entry ${position}: must be name:scopes:key or a bare key`);
   if (!namePattern.test(name))
     throw new OpsKeyError(`entry ${position}: the name must be 1 to 64 of A-Z a-z 0-9 . _ -`);
+  if (reservedNames.has(name.toLowerCase()))
+    throw new OpsKeyError(`entry ${position}: the name ${name} is walletflow's own (it records its own acts so)`);
   const scopes = scopeList.split('+');
   const unknown = scopes.filter((scope) => !isScope(scope));
   if (scopeList === '' || unknown.length > 0) {

@@ -21,6 +21,7 @@ import {
   dayEndsAt,
   SETTLEMENT_GRACE_MS,
   localDateOf,
+  sameZone,
 } from '../../ledger/settlement.ts';
 import type { CsvReport, CsvValue } from '../../lib/csv.ts';
 import type { LineCursor, SettlementRun, SettlementRuns } from '../../ledger/settlement-runs.ts';
@@ -259,7 +260,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
    */
   const serves = (run: SettlementRun | null, date: string): run is SettlementRun =>
     run !== null &&
-    run.timeZone === deps.timeZone &&
+    sameZone(run.timeZone, deps.timeZone) &&
     (run.wholeDay || date >= today() || (date >= openDay() && localDateOf(run.createdAt, deps.timeZone) > date));
 
   return {

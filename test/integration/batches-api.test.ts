@@ -4,8 +4,10 @@
 // (never the creator's: 403 SAME_APPROVER), rejection releasing the holds, moves refused from the
 // wrong state (409 BATCH_STATE), one batch per Idempotency-Key, and its items and report read back.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 
 let stack: PartnerStack;
 const approver = 'b'.repeat(40);
@@ -320,6 +322,56 @@ describe('funding batches', () => {
     expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({
       state: 'CANCELLED',
       counts: { CANCELLED: 2 },
+    });
+  });
+
+  it('answers a move asked for while another move holds the batch at once, 503 with Retry-After and nothing changed, never waiting behind it', async () => {
+    // Found by a read: a pause, an approve or a second cancel waited behind a cancel ending 100,000 items (minutes) on
+    // the batch's row, each holding a database slot and a connection meanwhile: a few filled the process's line.
+    const created = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: { name: 'Held', items: [item('h-1', '1234567', '60.00'), item('h-2', '7654321', '60.00')] },
+    });
+    const batchId = created.json!.batchId as string;
+    // Another move under way: its transaction holds the batch's row.
+    const other = new pg.Client({ connectionString: testDatabaseUrl() });
+    await other.connect();
+    onTestFinished(() => other.end());
+    await other.query({ text: 'BEGIN' });
+    await other.query({ text: 'SELECT 1 FROM funding_batch WHERE id = $1 FOR UPDATE', values: [batchId] });
+    const answers: Array<{ status: number; retryAfter: string | null; code: unknown; detail: unknown }> = [];
+    for (const move of ['reject', 'cancel', 'cancel']) {
+      const answered = await Promise.race([
+        stack.opsFetch(`/ops/funding-batches/${batchId}/${move}`, { method: 'POST' }),
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000)),
+      ]);
+      // Before: no answer while the row was held.
+      expect(answered, move).not.toBeNull();
+      const body = (await answered!.json()) as { code?: string; detail?: string };
+      answers.push({
+        status: answered!.status,
+        retryAfter: answered!.headers.get('retry-after'),
+        code: body.code,
+        detail: body.detail,
+      });
+    }
+    for (const answer of answers)
+      expect(answer).toEqual({
+        status: 503,
+        retryAfter: '5',
+        code: 'OVERLOADED',
+        detail: expect.stringContaining('another change of batch'),
+      });
+    await other.query({ text: 'ROLLBACK' });
+    expect(await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).toMatchObject({
+      state: 'AWAITING_APPROVAL',
+      rejectedBy: null,
+      cancelledBy: null,
+    });
+    // Once the other move is done, the same request is taken.
+    expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({
+      state: 'CANCELLED',
     });
   });
 

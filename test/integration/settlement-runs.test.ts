@@ -801,6 +801,26 @@ describe('a day settled by a durable run', () => {
     expect(new Date(report.readUntil!).getTime()).toBeLessThanOrEqual(stampedAt.getTime());
   });
 
+  it('serves a day settled under another spelling of the same zone, never a run of its own', async () => {
+    // Found by a read: SETTLEMENT_TZ was compared as typed, so `asia/manila` beside `Asia/Manila` (another API copy, or
+    // a spelling mended) took every stored report for another zone's and settled the day again.
+    const day = await freshDay();
+    await plant(day, 2);
+    const first = await settled(day);
+    const otherSpelling = createSettlementService({
+      runs: createSettlementRuns(stack.database),
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+      timeZone: timeZone.toLowerCase(),
+      options: tuning,
+      logger: createLogger({ level: 'silent' }),
+    });
+    const answer = await otherSpelling.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 5_000 });
+    expect(answer.kind).toBe('report');
+    expect(answer.kind === 'report' ? answer.run.id : null).toBe(first.body.runId);
+    expect((await runsOf(day)).map((run) => run.state)).toEqual(['SUCCEEDED']);
+  });
+
   it('refuses a day that has not begun; settles today so far and says the day is not complete', async () => {
     const today = new Intl.DateTimeFormat('en-CA', { timeZone }).format(new Date());
     const tomorrow = new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);

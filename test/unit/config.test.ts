@@ -259,6 +259,12 @@ describe('loadConfig', () => {
       expect(problems[0], bad).toMatch(/^OPS_API_KEYS:/);
       expect(problems.join(' '), bad).not.toContain('a'.repeat(32));
     }
+    // A name walletflow records for its own acts is no key's, in any case: a resolve by a key named so read as the
+    // sweep's own reconciliation (found by a read).
+    for (const name of ['reconciliation', 'Reconciliation', 'unknown'])
+      expect(problemsOf({ OPS_API_KEYS: `${name}:resolve:${'k'.repeat(40)}` }), name).toEqual([
+        expect.stringMatching(/^OPS_API_KEYS: .*walletflow's own/),
+      ]);
   });
 
   it('reads TOKEN_ENCRYPTION_KEY as a key ring, and the fingerprint key is not derived from it in production', () => {

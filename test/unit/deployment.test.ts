@@ -27,6 +27,7 @@ interface ComposeService {
   ports?: string[];
   profiles?: string[];
   container_name?: string;
+  restart?: string;
   depends_on?: Record<string, unknown> | string[];
 }
 
@@ -97,6 +98,9 @@ describe('docker-compose.yml', () => {
     // Each runs its own image tag: the old build keeps its workers while its pinned runs drain.
     expect(services.worker?.image).toMatch(/\$\{WORKER_VERSION:-latest\}/);
     expect(services['worker-next']?.image).toMatch(/\$\{WORKER_NEXT_VERSION:-next\}/);
+    // Once promoted, worker-next is its build's only workers: one that exits comes back on its own, as the others do
+    // (found by a read: none had a restart policy, and a plain `up -d` does not start the deploy profile).
+    for (const name of ['api', 'worker', 'worker-next']) expect(services[name]?.restart, name).toBe('unless-stopped');
   });
 
   it('runs a deploy’s configuration check, migrations and deploy commands on the new build’s image, the check first, and rolls the API to it after the promotion (docs/running-at-scale.md)', () => {
@@ -129,6 +133,15 @@ describe('docker-compose.yml', () => {
       // differs, and a `run` or an `up` without --no-deps restarted PostgreSQL under the running release).
       for (const line of lines.filter((line) => /docker compose .*\b(run|up)\b/.test(line)))
         expect(line, line).toMatch(/--no-deps/);
+      // The new build's workers: as many copies as worker runs, as after the promotion they carry every new run, and
+      // their tag kept in .env first, so one brought back later is of this build (found by a read: the first versioned
+      // deploy started one copy, and a worker-next started again without the variable ran the `next` tag).
+      const all = block.split('\n');
+      const started = all.findIndex((line) => /up -d .*worker-next/.test(line));
+      const kept = all.findIndex((line) => /^echo WORKER_NEXT_VERSION=2 >> \.env/.test(line));
+      expect(all[started], block).toMatch(/--scale worker-next=\d+ worker-next/);
+      expect(kept, block).toBeGreaterThanOrEqual(0);
+      expect(kept, block).toBeLessThan(started);
     }
   });
 

@@ -49,7 +49,27 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (url.pathname.endsWith('2026-01-06')) {
+    if (url.pathname.endsWith('2026-01-08')) {
+      // Today, not over in SETTLEMENT_TZ: a report of the day so far, every line matched.
+      if (url.searchParams.get('format') === 'csv') {
+        res.writeHead(200, { 'content-type': 'text/csv', 'settlement-complete': 'false' });
+        res.end(
+          `kind,id,result\r\n"funding","e-1","matched"\r\n` +
+            ['fundings', 'payments']
+              .map(
+                (kind) =>
+                  `"total:${kind}","2026-01-08","","matched=1 missing=0 mismatched=0","PHP","9.00","","","","1 items; the day so far, not the whole day (events up to 2026-01-08T06:58:00.000Z, settled at 2026-01-08T07:00:01.000Z)"\r\n`,
+              )
+              .join(''),
+        );
+      } else
+        json({
+          ...report('E', counts(1, 0, 0), [item('e-1', 'matched')], null),
+          date: '2026-01-08',
+          complete: false,
+          readUntil: '2026-01-08T06:58:00.000Z',
+        });
+    } else if (url.pathname.endsWith('2026-01-06')) {
       // Two runs of other days under way (SETTLEMENT_MAX_RUNS): the first ask is refused, the next served.
       busyAnswers += 1;
       if (busyAnswers === 1) {
@@ -161,6 +181,16 @@ describe('walletflow settlement-report beside a fresh run', () => {
     // A whole one, printed as one document (the latest run's, B's: a line mismatched).
     expect(whole.code).toBe(exitCodes.failed);
     expect(JSON.parse(whole.printed)).toMatchObject({ runId: 'B', items: [{ id: 'b-1' }], nextCursor: null });
+  });
+
+  it('exits 4, not 0, for a report of the day so far whose every line matched, in every output: a job does not take today for the day', async () => {
+    // Found by a read: a cron job on a host in another time zone asked for "today" and read exit 0, "every item
+    // matched", from a report of the day so far.
+    for (const output of ['text', 'csv', 'json'] as const) {
+      const { code, printed } = await run(output, '2026-01-08');
+      expect(code, output).toBe(exitCodes.daySoFar);
+      expect(printed, output).toContain('2026-01-08');
+    }
   });
 
   it('the table: lists the problems of the run whose counts it printed, by that run’s cursor', async () => {
