@@ -56,6 +56,7 @@ import { createAdjustAccount } from '../ledger/adjustments.ts';
 import type { FundingLimits } from '../ledger/limits.ts';
 import { createSettlementRuns } from '../ledger/settlement-runs.ts';
 import { createBatchService } from '../fundings/batch-service.ts';
+import type { KeyOwners } from '../domain/actor.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
 import { createBatchItemsRecord } from '../fundings/batch-items-record.ts';
 import { opsBatchesRouter } from './ops/batches-routes.ts';
@@ -149,7 +150,13 @@ export interface AppDependencies {
      * Funding batches: BATCH_APPROVAL_THRESHOLD (thousandths; null: none waits), BATCH_MAX_IN_FLIGHT,
      * and the bytes the process's batch uploads may hold at once (default BATCH_UPLOAD_BUDGET_BYTES).
      */
-    batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
+    batches?: {
+      approvalThreshold: bigint | null;
+      maxInFlight: number;
+      uploadBudgetBytes?: number;
+      /** OPS_KEY_OWNERS: who holds each ops key; a key and its owner are one for maker-checker. */
+      keyOwners?: KeyOwners;
+    };
     /** FUNDING_LANES: which run carries a single funding (fundings/funding-paths.ts); absent: its own workflow. */
     fundingLanes?: FundingLanesMode;
     /** The ops console's sign-in and sessions; absent: sign-in with a named ops key, the default time-outs. */
@@ -348,6 +355,7 @@ export function createApp(deps: AppDependencies): express.Express {
       approvalThreshold: services.batches?.approvalThreshold ?? null,
       maxInFlight: services.batches?.maxInFlight ?? 32,
       uploadBudget: createUploadBudget(services.batches?.uploadBudgetBytes ?? BATCH_UPLOAD_BUDGET_BYTES),
+      ...(services.batches?.keyOwners ? { keyOwners: services.batches.keyOwners } : {}),
     });
     // Before the 16 KiB JSON parser: a batch's body carries up to 100,000 items.
     // Every streamed CSV, the ops API's and the console's: at the client's pace, stopped when it goes away.

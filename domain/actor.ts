@@ -89,13 +89,27 @@ const personIdentity = /\(((?:oidc|app):[^()]+)\)$/;
 export const isWalletUser = (actor: string): boolean => /\(app:[^()]+\)$/.test(actor);
 
 /**
- * The identity behind a recorded actor: a person's `(oidc:…)` suffix as the provider gave it (a subject is
- * case-sensitive: two people may differ only in case), else the name itself (an ops key's name), without regard to
- * case, as key names are compared.
+ * Who holds each ops key (OPS_KEY_OWNERS): its name, without case, mapped to its owner's identity (`oidc:<subject>`).
+ * A key with no owner is an identity of its own.
  */
-export function actorIdentity(actor: string): string {
+export type KeyOwners = ReadonlyMap<string, string>;
+const noOwners: KeyOwners = new Map();
+
+/**
+ * The identity behind a recorded actor: a person's `(oidc:…)` suffix as the provider gave it (a subject is
+ * case-sensitive: two people may differ only in case), else an ops key's owner's when it has one (`owners`), else the
+ * key's name, without regard to case, as key names are compared.
+ */
+export function actorIdentity(actor: string, owners: KeyOwners = noOwners): string {
   const person = personIdentity.exec(actor);
-  return person ? person[1]! : actor.toLowerCase();
+  if (person) return person[1]!;
+  const name = actor.toLowerCase();
+  return owners.get(name) ?? name;
+}
+
+/** What a recorded actor's identity is spelled as where it is stored: the identity itself, and each key it owns. */
+export function spellingsOf(identity: string, owners: KeyOwners = noOwners): string[] {
+  return [identity, ...[...owners].filter(([, owner]) => owner === identity).map(([name]) => name)];
 }
 
 /** Who acted, in the words of a record's event: a person by their recorded name, an ops key as one. */
@@ -104,8 +118,9 @@ export function actorWords(actor: string): string {
   return personIdentity.test(actor) ? actor : `ops key ${actor}`;
 }
 
-/** Whether two recorded actors are the same key or person (maker-checker). */
-export const sameActor = (a: string, b: string): boolean => actorIdentity(a) === actorIdentity(b);
+/** Whether two recorded actors are the same key or person (maker-checker): a key and its owner are one. */
+export const sameActor = (a: string, b: string, owners: KeyOwners = noOwners): boolean =>
+  actorIdentity(a, owners) === actorIdentity(b, owners);
 
 /**
  * Who a funding's or a payment's event names as having acted, as their records word it (actorWords: `funding

@@ -14,7 +14,7 @@ import {
 import { sourcesOf } from '../domain/transitions.ts';
 import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric, toNumeric } from '../domain/money.ts';
-import { actorIdentity } from '../domain/actor.ts';
+import { actorIdentity, spellingsOf, type KeyOwners } from '../domain/actor.ts';
 import { batchWebhookEventType } from '../domain/webhook.ts';
 import { inAdmissionLane, lockNotAvailable, Overloaded } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
@@ -60,6 +60,8 @@ export interface BatchRecordDependencies {
   >;
   /** The per-user daily limits count a USER_BALANCE batch's items; absent: none. */
   limits?: FundingLimits;
+  /** OPS_KEY_OWNERS: a key and its owner are one creator for the approval threshold's sum. */
+  keyOwners?: KeyOwners;
 }
 
 /** Who made a move, kept on the batch (the audit of ops writes keeps every request too). */
@@ -81,13 +83,15 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     sourceUser: string | null,
     currency: string,
   ): Promise<bigint> {
-    const identity = actorIdentity(createdBy);
+    const identity = actorIdentity(createdBy, deps.keyOwners);
+    // A key and the person who owns it are one creator: each spelling of the identity as created_by stores it.
+    const spellings = spellingsOf(identity, deps.keyOwners);
     await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:batch-approval:${identity}:${sourceUser ?? 'TREASURY'}`}, 0))`;
     // actorIdentity in SQL: a person's `(oidc:…)` or a wallet user's `(app:…)` suffix as it is, else the key's name,
     // without case.
     const rows = await tx.$queryRaw<Array<{ total: Prisma.Decimal | null }>>`
       SELECT SUM(total_amount) AS total FROM funding_batch
-      WHERE COALESCE(substring(created_by from '\\(((?:oidc|app):[^()]+)\\)$'), lower(created_by)) = ${identity} AND source_partner_user_id IS NOT DISTINCT FROM ${sourceUser} AND currency = ${currency}
+      WHERE COALESCE(substring(created_by from '\\(((?:oidc|app):[^()]+)\\)$'), lower(created_by)) = ANY(${spellings}::text[]) AND source_partner_user_id IS NOT DISTINCT FROM ${sourceUser} AND currency = ${currency}
         AND created_at > now() - interval '24 hours' AND approved_by IS NULL AND state <> 'REJECTED'::"FundingBatchState"`;
     const total = rows[0]?.total;
     return total ? fromNumeric(total) : 0n;

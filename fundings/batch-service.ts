@@ -18,7 +18,7 @@ import {
 } from '../domain/funding-batch.ts';
 import type { FundingRefusalCode, FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric } from '../domain/money.ts';
-import { sameActor } from '../domain/actor.ts';
+import { sameActor, type KeyOwners } from '../domain/actor.ts';
 import { ownerOfLink } from '../domain/link.ts';
 import type { FundingBatch } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
@@ -53,6 +53,8 @@ export interface BatchServiceDependencies {
   maxInFlight: number;
   /** What the process's batch uploads may hold at once (lib/upload-budget.ts). */
   uploadBudget: UploadBudget;
+  /** OPS_KEY_OWNERS: who holds each ops key; a key and its owner are one for maker-checker. */
+  keyOwners?: KeyOwners;
 }
 
 /**
@@ -149,6 +151,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
     fundings: deps.fundings,
     batchItems: deps.batchItems,
     ...(deps.limits ? { limits: deps.limits } : {}),
+    ...(deps.keyOwners ? { keyOwners: deps.keyOwners } : {}),
   });
 
   const viewOf = async (batchId: string) => {
@@ -419,7 +422,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
       // A batch that awaits no approval is one nobody may approve (409 BATCH_STATE, whoever asks: contract section 14).
       if (batch.state !== 'AWAITING_APPROVAL') return { kind: 'wrong-state', state: batch.state };
       // The same key (names compared without case, `Alice` is `alice`) or the same person, by their identity.
-      if (sameActor(batch.createdBy, actor)) return { kind: 'same-approver' };
+      if (sameActor(batch.createdBy, actor, deps.keyOwners)) return { kind: 'same-approver' };
       if (!(await record.move(batchId, 'RUNNING', { field: 'approvedBy', name: actor }, ['AWAITING_APPROVAL'])))
         return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       // The approval is stored whatever Temporal says; a runner it cannot start now is the sweep's to start.

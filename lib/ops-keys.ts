@@ -55,6 +55,30 @@ export function parseOpsKeyEntry(entry: string, position = 1): OpsKey {
 }
 
 /**
+ * OPS_KEY_OWNERS: `name=subject` entries, each naming the person an ops key acts for by their subject at the console's
+ * identity provider. Maker-checker then counts the key and that person as one: a batch one made, the other may not
+ * approve, and what both stored unapproved in 24 hours adds up. Answers the key names, without case, mapped to the
+ * identity walletflow records for that person (`oidc:<subject>`, domain/actor.ts). Each name must be one of `keys`.
+ */
+export function parseKeyOwners(entries: readonly string[], keys: readonly OpsKey[]): Map<string, string> {
+  const known = new Set(keys.map((key) => key.name.toLowerCase()));
+  const owners = new Map<string, string>();
+  entries.forEach((entry, index) => {
+    const at = entry.indexOf('=');
+    const name = at < 0 ? '' : entry.slice(0, at);
+    const subject = at < 0 ? '' : entry.slice(at + 1);
+    if (!namePattern.test(name) || subject.length === 0 || subject.length > 100 || /[()\s]/.test(subject))
+      throw new OpsKeyError(
+        `entry ${index + 1}: must be name=subject (a key's name; the person's subject at the identity provider, 1 to 100 characters, no spaces or parentheses)`,
+      );
+    if (!known.has(name.toLowerCase())) throw new OpsKeyError(`entry ${index + 1}: ${name} is no key of OPS_API_KEYS`);
+    if (owners.has(name.toLowerCase())) throw new OpsKeyError(`entry ${index + 1}: ${name} is given an owner twice`);
+    owners.set(name.toLowerCase(), `oidc:${subject}`);
+  });
+  return owners;
+}
+
+/**
  * Every entry. Names must be unique (an audit must say which key acted), except `default`: several
  * bare keys (as OPS_API_KEYS held before names) all act as `default`.
  */

@@ -4,7 +4,7 @@
 import { fundingLanesModes } from '../../domain/funding.ts';
 import { z } from 'zod';
 import { parsePayloadKeys } from '../payload-codec.ts';
-import { OpsKeyError, parseOpsKeys } from '../ops-keys.ts';
+import { OpsKeyError, parseKeyOwners, parseOpsKeys } from '../ops-keys.ts';
 import { ConsoleRolesError, parseConsoleRoles } from '../console-roles.ts';
 import { profileDecryptionJwkSchema, profileVerificationJwkSchema } from '../../domain/jwk.ts';
 import {
@@ -235,6 +235,8 @@ export const environmentSchema = z
         return z.NEVER;
       }
     }),
+    // Checked against OPS_API_KEYS below (the names it gives owners must be keys).
+    OPS_KEY_OWNERS: commaList,
     TOKEN_ENCRYPTION_KEY: base64KeyRing,
     IDEMPOTENCY_FINGERPRINT_KEY: base64Key,
     LOGIN_SIGNING_KEY: optionalString,
@@ -325,6 +327,12 @@ export const environmentSchema = z
     OTEL_SDK_DISABLED: booleanFlag,
   })
   .superRefine((env, ctx) => {
+    try {
+      parseKeyOwners(env.OPS_KEY_OWNERS ?? [], env.OPS_API_KEYS);
+    } catch (error) {
+      if (!(error instanceof OpsKeyError)) throw error;
+      ctx.addIssue({ code: 'custom', path: ['OPS_KEY_OWNERS'], message: error.message });
+    }
     if (
       env.TEMPORAL_TLS_DISABLED &&
       (env.TEMPORAL_TLS || env.TEMPORAL_TLS_CA || env.TEMPORAL_TLS_CERT || env.TEMPORAL_TLS_KEY || env.TEMPORAL_API_KEY)

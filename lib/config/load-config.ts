@@ -5,7 +5,8 @@ import type { FundingLanesMode } from '../../domain/funding.ts';
 import { hkdfSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { PayloadKey } from '../payload-codec.ts';
-import type { OpsKey, OpsScope } from '../ops-keys.ts';
+import { parseKeyOwners, type OpsKey, type OpsScope } from '../ops-keys.ts';
+import type { KeyOwners } from '../../domain/actor.ts';
 import type { ProfileDecryptionJwk, ProfileVerificationJwk } from '../../domain/jwk.ts';
 import { environmentSchema, secretVariables, type Environment } from './environment.ts';
 import type { PromotionPolicy } from '../worker-deployment.ts';
@@ -107,7 +108,7 @@ export interface AppConfig {
   /**
    * Funding batches: the total (thousandths) from which a second key approves (null: none needs it), and items at once.
    */
-  batches: { approvalThreshold: bigint | null; maxInFlight: number };
+  batches: { approvalThreshold: bigint | null; maxInFlight: number; keyOwners: KeyOwners };
   /** FUNDING_LANES: which run carries a single funding (fundings/funding-paths.ts). */
   fundingLanes: FundingLanesMode;
   /** The day of GET /ops/settlements/{date} and of the daily limits. */
@@ -329,7 +330,11 @@ export function loadConfig(source: Env = process.env): AppConfig {
     },
     settlementTimeZone: e.SETTLEMENT_TZ,
     settlement: { maxInFlight: e.SETTLEMENT_MAX_IN_FLIGHT, maxRuns: e.SETTLEMENT_MAX_RUNS },
-    batches: { approvalThreshold: e.BATCH_APPROVAL_THRESHOLD ?? null, maxInFlight: e.BATCH_MAX_IN_FLIGHT },
+    batches: {
+      approvalThreshold: e.BATCH_APPROVAL_THRESHOLD ?? null,
+      maxInFlight: e.BATCH_MAX_IN_FLIGHT,
+      keyOwners: parseKeyOwners(e.OPS_KEY_OWNERS ?? [], e.OPS_API_KEYS),
+    },
     fundingLanes: e.FUNDING_LANES,
     tracing: tracingConfig(e),
     console: {

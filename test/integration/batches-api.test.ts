@@ -14,6 +14,10 @@ const approver = 'b'.repeat(40);
 const reader = 'r'.repeat(40);
 const splitter = 's'.repeat(40);
 const otherSplitter = 't'.repeat(40);
+/** Ana's keys: two she uploads with (the CLI's, a script's), one she approves with, all hers by OPS_KEY_OWNERS. */
+const anaUploads = 'u'.repeat(40);
+const anaScript = 'w'.repeat(40);
+const anaApproves = 'v'.repeat(40);
 
 beforeAll(async () => {
   stack = await startPartnerStack({
@@ -22,8 +26,20 @@ beforeAll(async () => {
       `auditor:read:${reader}`,
       `splitter:fund+read:${splitter}`,
       `splitter-two:fund+read:${otherSplitter}`,
+      `ana-cli:fund+read:${anaUploads}`,
+      `ana-script:fund+read:${anaScript}`,
+      `ana-approver:approve+read:${anaApproves}`,
     ],
-    batches: { approvalThreshold: 100_000n, maxInFlight: 4 }, // 100.00: batches of 100.00 or more wait for approval
+    // 100.00: batches of 100.00 or more wait for approval. Ana's two keys are hers (OPS_KEY_OWNERS).
+    batches: {
+      approvalThreshold: 100_000n,
+      maxInFlight: 4,
+      keyOwners: new Map([
+        ['ana-cli', 'oidc:00u-ana'],
+        ['ana-script', 'oidc:00u-ana'],
+        ['ana-approver', 'oidc:00u-ana'],
+      ]),
+    },
   });
 });
 afterAll(async () => {
@@ -373,6 +389,35 @@ describe('funding batches', () => {
     expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({
       state: 'CANCELLED',
     });
+  });
+
+  it('counts a key and the person who owns it (OPS_KEY_OWNERS) as one: their batches add up, and one never approves the other’s', async () => {
+    // Found by a read: a key and a person never compared equal, so one person uploaded with the CLI's key and approved
+    // in the console (or with another key of theirs), and split a total across the two under the threshold.
+    const upload = (name: string, as: string, code: string) =>
+      send('/ops/funding-batches', {
+        method: 'POST',
+        key: randomUUID(),
+        as,
+        body: { name, items: [item(`${name}-1`, code, '60.00')] },
+      });
+    const first = await upload('ana-a', anaUploads, '1234567');
+    expect(first.json).toMatchObject({ state: 'RUNNING', createdBy: 'ana-cli' });
+    // Her second, through another key of hers, counts with the first: 120.00 waits for approval.
+    const second = await upload('ana-b', anaScript, '7654321');
+    expect(second.json).toMatchObject({ state: 'AWAITING_APPROVAL' });
+    const batchId = second.json!.batchId as string;
+    // Her approving key is her too: 403 SAME_APPROVER, and the batch still waits.
+    const own = await send(`/ops/funding-batches/${batchId}/approve`, { method: 'POST', as: anaApproves });
+    expect([own.status, own.json?.code]).toEqual([403, 'SAME_APPROVER']);
+    expect(await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).toMatchObject({
+      state: 'AWAITING_APPROVAL',
+      approvedBy: null,
+    });
+    // Another person's key approves it.
+    expect(
+      (await send(`/ops/funding-batches/${batchId}/approve`, { method: 'POST', as: approver })).json,
+    ).toMatchObject({ state: 'RUNNING', approvedBy: 'checker' });
   });
 
   it('ends a cancelled batch and its items not started together: its batch.cancelled event counts them CANCELLED, each announced funding.failed', async () => {

@@ -4,6 +4,7 @@
 // replay stack share. Each stack adds its own (vitest's shared servers, metrics, vaults; or a
 // database and Temporal of its own, cancellable waits) and stops its workers its own way.
 // Without vitest, so the capture script can use it too.
+import type { KeyOwners } from '../../domain/actor.ts';
 import { createLaneBell, LANE_CHANNEL } from '../../lib/lane-bell.ts';
 import type { FundingLanesMode } from '../../domain/funding.ts';
 import { createSessionOnboarding } from '../../links/embedded-onboarding.ts';
@@ -62,7 +63,12 @@ export interface PartnerApiOptions {
   /** Section 10's funding limits; absent: none. */
   fundingLimits?: FundingLimits;
   /** Funding batches' approval threshold (thousandths) and items at once; absent: none waits, 32. */
-  batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
+  batches?: {
+    approvalThreshold: bigint | null;
+    maxInFlight: number;
+    uploadBudgetBytes?: number;
+    keyOwners?: KeyOwners;
+  };
   /** FUNDING_LANES of the API and its workers (fundings/funding-paths.ts); absent: `off`. */
   fundingLanes?: FundingLanesMode;
   /**

@@ -2,6 +2,7 @@
 // the suite's PostgreSQL database and Temporal server (vitest's inject), with metrics registries,
 // a worker in-process or, through workerEnv, as a process of its own, and vaults as a worker
 // builds them.
+import type { KeyOwners } from '../../domain/actor.ts';
 import { fundingLanesModes, type FundingLanesMode } from '../../domain/funding.ts';
 import { inject } from 'vitest';
 import type { Client } from '@temporalio/client';
@@ -101,7 +102,12 @@ export async function startPartnerStack(
     /** Section 10's funding limits (default: none). */
     fundingLimits?: FundingLimits;
     /** Funding batches' approval threshold (thousandths) and items at once (default: none waits, 32). */
-    batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
+    batches?: {
+      approvalThreshold: bigint | null;
+      maxInFlight: number;
+      uploadBudgetBytes?: number;
+      keyOwners?: KeyOwners;
+    };
     /**
      * The ops console's sign-in and sessions, or a function of the API's address giving them (default: sign-in with an
      * ops key).

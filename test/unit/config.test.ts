@@ -265,6 +265,22 @@ describe('loadConfig', () => {
       expect(problemsOf({ OPS_API_KEYS: `${name}:resolve:${'k'.repeat(40)}` }), name).toEqual([
         expect.stringMatching(/^OPS_API_KEYS: .*walletflow's own/),
       ]);
+    // OPS_KEY_OWNERS: the person each named key acts for; a name that is no key, or an entry not `name=subject`, is
+    // refused, naming the variable.
+    const owned = `cli:fund+read:${'k'.repeat(40)},approver:approve:${'a'.repeat(40)}`;
+    expect(
+      loadConfig({ OPS_API_KEYS: owned, OPS_KEY_OWNERS: 'CLI=00u-ana, approver=00u-ana' }).batches.keyOwners,
+    ).toEqual(
+      new Map([
+        ['cli', 'oidc:00u-ana'],
+        ['approver', 'oidc:00u-ana'],
+      ]),
+    );
+    expect(loadConfig({ OPS_API_KEYS: owned }).batches.keyOwners).toEqual(new Map());
+    for (const bad of ['nobody=00u-ana', 'cli', 'cli=', 'cli=a b', 'cli=x(y)', 'cli=00u-ana,cli=00u-bo'])
+      expect(problemsOf({ OPS_API_KEYS: owned, OPS_KEY_OWNERS: bad }), bad).toEqual([
+        expect.stringMatching(/^OPS_KEY_OWNERS: /),
+      ]);
   });
 
   it('reads TOKEN_ENCRYPTION_KEY as a key ring, and the fingerprint key is not derived from it in production', () => {
