@@ -17,6 +17,7 @@ import {
   paymentPosts,
   dayEndsAt,
   SETTLEMENT_GRACE_MS,
+  settlementDay,
   settlementWindowOf,
   type DayCursor,
   type WalletTransferRecord,
@@ -250,7 +251,10 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       // that is in none of its pages, not in some). An attempt tried again after its begin committed keeps the instant
       // its counts were taken at.
       const wholeDay = now >= whole;
-      const readUntil = wholeDay ? null : (run.readUntil ?? new Date(now - SETTLEMENT_GRACE_MS));
+      const readUntil = wholeDay
+        ? null
+        : (run.readUntil ??
+          new Date(Math.max(now - SETTLEMENT_GRACE_MS, settlementDay(run.date, run.timeZone).startsAt.getTime())));
       const day = settlementWindowOf({ ...run, readUntil });
       const [fundings, payments] = await Promise.all([
         countFundingsApprovedOn(database, day),

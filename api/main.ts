@@ -15,6 +15,7 @@ import { createWalletClient } from '../wallet/index.ts';
 import { checkWalletServiceReachable } from '../wallet/reachability.ts';
 import { createApp } from './app.ts';
 import { createLedger } from '../ledger/ledger.ts';
+import { retiredOwnerNames } from '../lib/ops-keys.ts';
 import { createOnboardingDispatcher } from './embedded/onboarding-dispatcher.ts';
 
 let config;
@@ -67,6 +68,12 @@ const onboarding = createOnboardingDispatcher({
   onboardNow: createSessionOnboarding({ database, wallet, tokens: createTokenStore(cipher), cipher, logger }),
 });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
+const retiredOwners = retiredOwnerNames(config.batches.keyOwners, config.opsApiKeys);
+if (retiredOwners.length > 0)
+  logger.warn(
+    { names: retiredOwners },
+    'OPS_KEY_OWNERS names keys OPS_API_KEYS does not have: kept for the batches a retired key stored (drop each once none awaits approval), or a typo that ties no key',
+  );
 // The audit of ops writes, written behind the answers and drained before the process ends.
 const opsAudit = createOpsActionLog(database, logger);
 const app = createApp({

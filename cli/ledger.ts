@@ -143,7 +143,7 @@ async function followRun(
 
 /**
  * `walletflow settlement-report --date YYYY-MM-DD [--fresh]`: the day's settlement report; exit 1 when anything is
- * missing or mismatched.
+ * missing or mismatched, else 4 for a report of the day so far (the day not over), 0 for the whole day.
  */
 export const runSettlementReport = (options: LedgerCommandOptions & { date: string; fresh?: boolean }) =>
   runOps('settlement-report', options, async (client) => {

@@ -5,7 +5,7 @@
 // in .walletflow/dev-state.json, so after `npm run dev` nothing needs setting.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseOpsKeyEntry } from '../lib/ops-keys.ts';
+import { OpsKeyError, parseOpsKeyEntry } from '../lib/ops-keys.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
@@ -68,8 +68,14 @@ function firstEntryKey(commaList: string | undefined): string | undefined {
   if (!entry) return undefined;
   try {
     return parseOpsKeyEntry(entry).key;
-  } catch {
-    throw new CliInputError('the first OPS_API_KEYS entry is not name:scopes:key or a bare key', exitCodes.config);
+  } catch (error) {
+    // The entry's own fault, in words that never carry the key (OpsKeyError names an entry by position and name).
+    throw new CliInputError(
+      error instanceof OpsKeyError
+        ? `the first OPS_API_KEYS entry: ${error.message}`
+        : 'the first OPS_API_KEYS entry is not name:scopes:key or a bare key',
+      exitCodes.config,
+    );
   }
 }
 

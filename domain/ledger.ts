@@ -155,7 +155,7 @@ export const settlementSchema = z.object({
   complete: z.boolean(),
   readUntil: z.string().nullable().meta({
     description:
-      'a report of the day so far (`complete: false`) covers the fundings and payments whose approval or success was stamped before this instant (ISO 8601): the database’s time when its run began; null for the whole day (and for runs begun before it was kept)',
+      'a report of the day so far (`complete: false`) covers the fundings and payments whose approval or success was stamped before this instant (ISO 8601): the database’s time when its run began less SETTLEMENT_GRACE_MS (2 minutes: an approval stamped later may still be committing), never before the day began; null for the whole day (and for runs begun before it was kept)',
   }),
   fundings: settlementCountsSchema,
   payments: settlementCountsSchema,

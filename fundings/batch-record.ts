@@ -24,7 +24,8 @@ import type { BatchItemRows, BatchItemsRecord, EndedBatchItems } from './batch-i
 import type { BatchItemTally, FundingRecord } from './funding-record.ts';
 import { userUsage } from './funding-usage.ts';
 
-/** When a move refused because another move of the batch holds its row is asked for again (takeRowNow). */
+/** How long a move someone asked for waits for the batch's row (takeRowSoon), and when a refused one asks again. */
+const BATCH_ROW_WAIT = '2s';
 const BATCH_BUSY_RETRY_AFTER_SECONDS = 5;
 
 export interface NewBatch {
@@ -98,19 +99,23 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
   }
 
   /**
-   * The batch's row for a move someone asked for, at once or not at all: another move may hold it for minutes (a cancel
+   * The batch's row for a move someone asked for, within BATCH_ROW_WAIT: another move may hold it for minutes (a cancel
    * ending 100,000 items), and a request waiting behind it held a database slot and a connection meanwhile, so a few
-   * repeats (a double click, a client's retry) filled the process's line for every other request. Refused, nothing
-   * changed, with when to ask again. The runner's own move (completed) waits: it is no one's request.
+   * repeats (a double click, a client's retry) filled the process's line for every other request. The runner's claims
+   * hold it a moment (they share it), so the wait is a short one rather than none, and then the rest of the move waits
+   * as it always did. Refused, nothing changed, with when to ask again. The runner's own move (completed) waits: it is
+   * no one's request.
    */
-  async function takeRowNow(tx: Prisma.TransactionClient, batchId: string): Promise<void> {
+  async function takeRowSoon(tx: Prisma.TransactionClient, batchId: string): Promise<void> {
     try {
-      await tx.$queryRaw`SELECT 1 AS locked FROM funding_batch WHERE id = ${batchId}::uuid FOR UPDATE NOWAIT`;
+      await tx.$executeRaw`SELECT set_config('lock_timeout', ${BATCH_ROW_WAIT}, true)`;
+      await tx.$queryRaw`SELECT 1 AS locked FROM funding_batch WHERE id = ${batchId}::uuid FOR NO KEY UPDATE`;
+      await tx.$executeRaw`SELECT set_config('lock_timeout', '0', true)`;
     } catch (error) {
       if (!lockNotAvailable(error)) throw error;
       throw new Overloaded(
         BATCH_BUSY_RETRY_AFTER_SECONDS,
-        `another change of batch ${batchId} is under way (ending many items takes minutes): nothing was changed; read the batch, and send the request again after Retry-After if it still applies`,
+        `batch ${batchId} is being changed just now (another move of it is under way: ending many items takes minutes): nothing was changed; read the batch, and send the request again after Retry-After if it still applies`,
         'batch-busy',
       );
     }
@@ -252,7 +257,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
       let ended: EndedBatchItems = { count: 0, byCreatedAt: new Map() };
       const moved = await database.$transaction(
         async (tx) => {
-          if (by) await takeRowNow(tx, batchId);
+          if (by) await takeRowSoon(tx, batchId);
           const moved = await tx.fundingBatch.updateMany({
             where: { id: batchId, state: { in: [...from] } },
             data: {

@@ -415,6 +415,9 @@ export function createBatchService(deps: BatchServiceDependencies) {
       }
     },
 
+    /** Whether `actor` made the batch `createdBy` names, for maker-checker: a key and its owner are one. */
+    isMaker: (createdBy: string, actor: string): boolean => sameActor(createdBy, actor, deps.keyOwners),
+
     /** A second key approves (never the creator's): the batch runs. */
     async approve(batchId: string, actor: string): Promise<MoveBatchResult> {
       const batch = await record.find(batchId);

@@ -266,7 +266,7 @@ export function lostConnectionOf(error: unknown): string | null {
   return null;
 }
 
-/** PostgreSQL's lock_not_available (55P03): a row a statement asked for without waiting (NOWAIT) was locked. */
+/** PostgreSQL's lock_not_available (55P03): a row a statement asked for was locked past lock_timeout (or NOWAIT). */
 export function lockNotAvailable(error: unknown): boolean {
   return (
     error instanceof Prisma.PrismaClientKnownRequestError &&

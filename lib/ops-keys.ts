@@ -58,24 +58,33 @@ export function parseOpsKeyEntry(entry: string, position = 1): OpsKey {
  * OPS_KEY_OWNERS: `name=subject` entries, each naming the person an ops key acts for by their subject at the console's
  * identity provider. Maker-checker then counts the key and that person as one: a batch one made, the other may not
  * approve, and what both stored unapproved in 24 hours adds up. Answers the key names, without case, mapped to the
- * identity walletflow records for that person (`oidc:<subject>`, domain/actor.ts). Each name must be one of `keys`.
+ * identity walletflow records for that person (`oidc:<subject>`, domain/actor.ts). A name need not be a key of
+ * OPS_API_KEYS now: a key retired by a rotation keeps its owner for the batches it stored that still await approval
+ * (`retiredOwnerNames` tells them apart, for a warning at start: a typo there ties nothing).
  */
-export function parseKeyOwners(entries: readonly string[], keys: readonly OpsKey[]): Map<string, string> {
-  const known = new Set(keys.map((key) => key.name.toLowerCase()));
+export function parseKeyOwners(entries: readonly string[]): Map<string, string> {
   const owners = new Map<string, string>();
   entries.forEach((entry, index) => {
     const at = entry.indexOf('=');
     const name = at < 0 ? '' : entry.slice(0, at);
     const subject = at < 0 ? '' : entry.slice(at + 1);
-    if (!namePattern.test(name) || subject.length === 0 || subject.length > 100 || /[()\s]/.test(subject))
+    if (!namePattern.test(name) || subject.length === 0 || subject.length > 255 || /[()\s]/.test(subject))
       throw new OpsKeyError(
-        `entry ${index + 1}: must be name=subject (a key's name; the person's subject at the identity provider, 1 to 100 characters, no spaces or parentheses)`,
+        `entry ${index + 1}: must be name=subject (a key's name; the person's subject at the identity provider, 1 to 255 characters, no spaces or parentheses)`,
       );
-    if (!known.has(name.toLowerCase())) throw new OpsKeyError(`entry ${index + 1}: ${name} is no key of OPS_API_KEYS`);
+    // The console shows a person as `Name (oidc:<subject>)`: the subject is what follows `oidc:`.
+    if (subject.startsWith('oidc:'))
+      throw new OpsKeyError(`entry ${index + 1}: give ${name}'s subject without its oidc: prefix`);
     if (owners.has(name.toLowerCase())) throw new OpsKeyError(`entry ${index + 1}: ${name} is given an owner twice`);
     owners.set(name.toLowerCase(), `oidc:${subject}`);
   });
   return owners;
+}
+
+/** The names OPS_KEY_OWNERS gives an owner that are no key now: a retired key's, or a typo (warned at start). */
+export function retiredOwnerNames(owners: ReadonlyMap<string, string>, keys: readonly OpsKey[]): string[] {
+  const known = new Set(keys.map((key) => key.name.toLowerCase()));
+  return [...owners.keys()].filter((name) => !known.has(name));
 }
 
 /**

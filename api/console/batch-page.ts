@@ -4,7 +4,6 @@
 // the buttons the person's scopes and the batch's state allow, and its items a page at a time,
 // filtered by status. Reads go through the batch service, exactly as GET /ops/funding-batches/…
 // does.
-import { sameActor } from '../../domain/actor.ts';
 import {
   batchItemStatuses,
   batchStates,
@@ -150,14 +149,13 @@ function moveButton(
 }
 
 /** The buttons this person may press for the batch in its state; none they may not. */
-export function renderActions(batch: BatchView, person: SignedInPerson): string {
+export function renderActions(batch: BatchView, person: SignedInPerson, isMaker: boolean): string {
   const buttons: string[] = [];
   const notes: string[] = [];
   const id = batch.batchId;
   if (batch.state === 'AWAITING_APPROVAL' && person.scopes.has('approve')) {
     // Maker-checker: the one who uploaded it never approves it (compared by identity, as the service does).
-    if (sameActor(batch.createdBy, person.name))
-      notes.push('You uploaded this batch: another person with the approve scope approves or rejects it.');
+    if (isMaker) notes.push('You uploaded this batch: another person with the approve scope approves or rejects it.');
     else {
       buttons.push(moveButton(id, 'approve', person, 'Approve'));
       buttons.push(
@@ -238,6 +236,7 @@ export function renderBatchPage(
   person: SignedInPerson,
   items: ItemsPage,
   timeZone: string,
+  isMaker: boolean,
   message?: string,
 ): string {
   const id = batch.batchId;
@@ -249,7 +248,7 @@ export function renderBatchPage(
 <dt>Paid from</dt><dd>${sourceText(batch)}</dd>
 <dt>Total</dt><dd>${batch.total.count} items, ${money(batch.total.amount)}</dd>
 </dl>
-${renderActions(batch, person)}
+${renderActions(batch, person, isMaker)}
 <p class="report-link"><a href="${batchPath(id)}/report" download>Download the report</a> <span class="muted">(CSV: one line per item, with its funding id, status and error)</span></p>
 </section>
 <section class="card" aria-labelledby="h-progress"><h2 id="h-progress">Progress</h2>

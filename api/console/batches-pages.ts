@@ -292,7 +292,8 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
       title: `Batch: ${batch.name}`,
       section: 'batches',
       person,
-      body: renderBatchPage(batch, person, page, timeZone, said),
+      // Maker-checker as the service decides it (a key and its owner are one, OPS_KEY_OWNERS).
+      body: renderBatchPage(batch, person, page, timeZone, batches.isMaker(batch.createdBy, person.name), said),
     });
   }
 

@@ -23,7 +23,7 @@ export const opsCommonAnswers: Record<`${number}`, AnswerSpec> = {
   }),
   '500': problemAnswer('an unexpected failure (logged)', ['INTERNAL']),
   '503': problemAnswer(
-    'too many requests at once (docs/running-at-scale.md): nothing was stored (or, when PostgreSQL refused a connection, as the detail says, what was stored before it is answered by the same request); send the same request, with the same Idempotency-Key, again after Retry-After. A cancel, resolve or batch move whose act committed before the refusal says so in its detail ("… was cancelled, but it could not be read back"): read the record after Retry-After instead of sending it again',
+    'too many requests at once (docs/running-at-scale.md): nothing was stored (or, when PostgreSQL refused a connection, as the detail says, what was stored before it is answered by the same request); send the same request, with the same Idempotency-Key, again after Retry-After. A cancel, resolve or batch move whose act committed before the refusal says so in its detail ("… was cancelled, but it could not be read back"): read the record after Retry-After instead of sending it again. A batch move asked for while another move of the batch is under way (a cancel of many items takes minutes) is refused so too, nothing changed',
     ['OVERLOADED'],
     { 'Retry-After': retryAfterHeader },
   ),

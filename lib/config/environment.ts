@@ -328,7 +328,7 @@ export const environmentSchema = z
   })
   .superRefine((env, ctx) => {
     try {
-      parseKeyOwners(env.OPS_KEY_OWNERS ?? [], env.OPS_API_KEYS);
+      parseKeyOwners(env.OPS_KEY_OWNERS ?? []);
     } catch (error) {
       if (!(error instanceof OpsKeyError)) throw error;
       ctx.addIssue({ code: 'custom', path: ['OPS_KEY_OWNERS'], message: error.message });

@@ -333,7 +333,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     batches: {
       approvalThreshold: e.BATCH_APPROVAL_THRESHOLD ?? null,
       maxInFlight: e.BATCH_MAX_IN_FLIGHT,
-      keyOwners: parseKeyOwners(e.OPS_KEY_OWNERS ?? [], e.OPS_API_KEYS),
+      keyOwners: parseKeyOwners(e.OPS_KEY_OWNERS ?? []),
     },
     fundingLanes: e.FUNDING_LANES,
     tracing: tracingConfig(e),

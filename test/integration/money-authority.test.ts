@@ -255,9 +255,9 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     const started = await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId }, amount: amount('7.00') });
     await waitFinal(started.body.fundingId as string);
     // A report of the day so far covers what was approved up to SETTLEMENT_GRACE_MS before its run began (an approval
-    // stamped later may still be committing): the funding's timeline is moved back past that, as if approved minutes
-    // ago, and the day is the one it was approved on then.
-    const back = `${(SETTLEMENT_GRACE_MS + 60_000) / 1000} seconds`;
+    // stamped later may still be committing): the funding's timeline is moved a day and that grace back, so its day is
+    // a past one, over whatever the hour (moved minutes back only, it was yesterday within the grace around midnight).
+    const back = `${(86_400_000 + SETTLEMENT_GRACE_MS + 60_000) / 1000} seconds`;
     await stack.database.$executeRaw`
       UPDATE funding_event SET at = at - ${back}::interval WHERE funding_id = ${started.body.fundingId as string}::uuid`;
     const approved = await stack.database.fundingEvent.findFirstOrThrow({

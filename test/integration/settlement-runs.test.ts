@@ -727,7 +727,7 @@ describe('a day settled by a durable run', () => {
     expect((await call('/ops/settlements/2026-02-30/runs', { method: 'POST' })).status).toBe(400);
   });
 
-  it('settles the day so far up to a stated instant: what was stamped before its begin, however long it reads', async () => {
+  it('settles the day so far up to a stated instant: what was stamped before its begin, less the grace, however long it reads', async () => {
     // Found by a read: a report of the day so far read up to the day's end whatever its pages reached, and said
     // "settled at" its finish: an approval a page had passed before it committed was in no report, and one made after
     // the funding side was read was missing from a report that claimed a later time.

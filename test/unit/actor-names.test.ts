@@ -2,7 +2,15 @@
 // the identity provider, shown as plain text that cannot pass for another person, then their own
 // identity. A display name is the provider's, and so, often, the person's own to choose.
 import { describe, expect, it } from 'vitest';
-import { actorIdentity, actorNamedIn, actorWords, personActorName, plainName, sameActor } from '../../domain/actor.ts';
+import {
+  actorIdentity,
+  actorNamedIn,
+  actorWords,
+  personActorName,
+  plainName,
+  sameActor,
+  spellingsOf,
+} from '../../domain/actor.ts';
 
 const bidiControls = [
   '\u202a',
@@ -130,5 +138,21 @@ describe('a person’s recorded name', () => {
     expect(long.length).toBeLessThanOrEqual(128);
     expect(long).toMatch(/^(\u{20000})+ \(oidc:staff-x\)$/u);
     expect(personActorName('😀 Maria 😀', 'staff-x')).toBe('Maria (oidc:staff-x)');
+  });
+});
+
+describe('a key and the person who owns it (OPS_KEY_OWNERS)', () => {
+  it('are one for maker-checker: the person by their recorded name, the key by its name in any case; a subject keeps its case', () => {
+    const owners = new Map([['ana-cli', 'oidc:00u-AbC']]);
+    const ana = personActorName('Ana Cruz', '00u-AbC');
+    expect(sameActor('ana-cli', ana, owners)).toBe(true);
+    expect(sameActor('ANA-CLI', ana, owners)).toBe(true);
+    // Another person whose subject differs only in case is another person; a key no one owns is itself.
+    expect(sameActor('ana-cli', personActorName('Ana Cruz', '00u-abc'), owners)).toBe(false);
+    expect(sameActor('other-cli', ana, owners)).toBe(false);
+    expect(actorIdentity('ana-cli', owners)).toBe('oidc:00u-AbC');
+    // What the threshold's sum looks for as created_by: the person's identity, and each key they own.
+    expect(spellingsOf('oidc:00u-AbC', owners)).toEqual(['oidc:00u-AbC', 'ana-cli']);
+    expect(spellingsOf('other-cli', owners)).toEqual(['other-cli']);
   });
 });

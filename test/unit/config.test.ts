@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
 import { checkConfiguration } from '../../cli/config-check.ts';
 import { problemsOf } from '../support/config-problems.ts';
+import { retiredOwnerNames } from '../../lib/ops-keys.ts';
 
 const rsaJwk = JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', d: 'AQAB' });
 const octJwk = JSON.stringify({ kty: 'oct', k: 'c2VjcmV0' });
@@ -277,7 +278,12 @@ describe('loadConfig', () => {
       ]),
     );
     expect(loadConfig({ OPS_API_KEYS: owned }).batches.keyOwners).toEqual(new Map());
-    for (const bad of ['nobody=00u-ana', 'cli', 'cli=', 'cli=a b', 'cli=x(y)', 'cli=00u-ana,cli=00u-bo'])
+    // A subject keeps its case (two people may differ only in case); a name that is no key now is kept, for the batches
+    // a retired key stored (a rotation drops the key, not its owner), and told apart for a warning.
+    const kept = loadConfig({ OPS_API_KEYS: owned, OPS_KEY_OWNERS: 'cli=00u-AbC,retired-cli=00u-AbC' });
+    expect(kept.batches.keyOwners.get('cli')).toBe('oidc:00u-AbC');
+    expect(retiredOwnerNames(kept.batches.keyOwners, kept.opsApiKeys)).toEqual(['retired-cli']);
+    for (const bad of ['cli', 'cli=', 'cli=a b', 'cli=x(y)', 'cli=00u-ana,cli=00u-bo', 'cli=oidc:00u-ana'])
       expect(problemsOf({ OPS_API_KEYS: owned, OPS_KEY_OWNERS: bad }), bad).toEqual([
         expect.stringMatching(/^OPS_KEY_OWNERS: /),
       ]);

@@ -100,7 +100,8 @@ describe('docker-compose.yml', () => {
     expect(services['worker-next']?.image).toMatch(/\$\{WORKER_NEXT_VERSION:-next\}/);
     // Once promoted, worker-next is its build's only workers: one that exits comes back on its own, as the others do
     // (found by a read: none had a restart policy, and a plain `up -d` does not start the deploy profile).
-    for (const name of ['api', 'worker', 'worker-next']) expect(services[name]?.restart, name).toBe('unless-stopped');
+    for (const name of ['postgres', 'temporal', 'api', 'worker', 'worker-next'])
+      expect(services[name]?.restart, name).toBe('unless-stopped');
   });
 
   it('runs a deploy’s configuration check, migrations and deploy commands on the new build’s image, the check first, and rolls the API to it after the promotion (docs/running-at-scale.md)', () => {
