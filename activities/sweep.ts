@@ -474,7 +474,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       // After each page: an attempt cut off mid-round loses at most a page.
       await marks.keepRowPosition('failed-recheck', position!, markAtMost, round.through);
     }
-    await marks.advance('failed-recheck', markAtMost < now ? markAtMost : now);
+    await marks.advance('failed-recheck', markAtMost < now ? markAtMost : now, round.through);
     if (unasked > 0)
       logger.warn({ unasked }, 'FAILED fundings the wallet could not be asked about now: asked again next round');
   }
@@ -505,7 +505,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       await marks.keepPosition('open-holds-full', range.after, round.through);
       if (Date.now() >= until) return;
     }
-    await marks.advance('open-holds-full', now);
+    await marks.advance('open-holds-full', now, round.through);
   }
 
   return {
@@ -554,9 +554,10 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         heartbeat();
         return open.length < limit;
       };
-      const openSince = readFrom(await marks.through('open-holds'), new Date(now.getTime() - DAY_MS));
+      const openMark = await marks.through('open-holds');
+      const openSince = readFrom(openMark, new Date(now.getTime() - DAY_MS));
       if (await settleOpen(await fundings.listFinalWithOpenHold({ since: openSince, limit })))
-        await marks.advance('open-holds', now);
+        await marks.advance('open-holds', now, openMark);
       // Batches: a RUNNING or PAUSED batch has a runner; one that never started (the start failed
       // after the batch was stored or approved) or that closed is started again. The runner only
       // dispatches PENDING items, each once, so a second runner adds nothing twice.

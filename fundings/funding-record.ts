@@ -364,7 +364,11 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
    * (every write of theirs checks the fence). Null when there is no such funding (or the condition
    * does not hold).
    */
-  async function claimWhere(fundingId: string, condition: Prisma.Sql): Promise<ClaimedFunding | null> {
+  async function claimWhere(
+    fundingId: string,
+    condition: Prisma.Sql,
+    alsoSet: Prisma.Sql = Prisma.empty,
+  ): Promise<ClaimedFunding | null> {
     const rows = await database.$queryRaw<
       Array<{
         fence: number;
@@ -374,7 +378,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         cancel_requested: boolean;
       }>
     >`
-      UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now() WHERE id = ${fundingId}::uuid ${condition}
+      UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now() ${alsoSet} WHERE id = ${fundingId}::uuid ${condition}
       RETURNING owner_fence AS fence, status::text AS status, recipient_type::text AS recipient_type, transfer_id, cancel_requested`;
     const row = rows[0];
     return row
@@ -695,10 +699,16 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     /**
      * The sweep's claim: as `claim`, only while the funding's owner has still shown nothing since
      * `idleSince` (in the same statement, so an owner seen since it was listed keeps it). Null
-     * when there is no such funding or its owner is alive.
+     * when there is no such funding or its owner is alive. A funding still waiting in a lane (PENDING) leaves it in
+     * the same statement: the sweep hands it to its own workflow, and a lane that works again must not claim it
+     * beside that run (each would create an intent). One a lane had claimed keeps its lane: its chunk reads it so.
      */
     claimIdle: (fundingId: string, idleSince: Date): Promise<ClaimedFunding | null> =>
-      claimWhere(fundingId, Prisma.sql`AND owner_seen_at < ${idleSince} ${previousReleaseChunkIdle(idleSince)}`),
+      claimWhere(
+        fundingId,
+        Prisma.sql`AND owner_seen_at < ${idleSince} ${previousReleaseChunkIdle(idleSince)}`,
+        Prisma.sql`, lane = CASE WHEN status = 'PENDING'::"FundingStatus" THEN NULL ELSE lane END`,
+      ),
 
     /**
      * A batch chunk's beat for the items it runs (activities/batch.ts): their owner is alive, so

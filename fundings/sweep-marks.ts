@@ -26,10 +26,12 @@ export interface SweepMarks {
   /** Where the pass has gone through; null (or the epoch, once it kept a position) before its first round ended. */
   through(pass: SweepPass): Promise<Date | null>;
   /**
-   * The pass has seen everything up to `through` (the database's clock): its mark moves forward, never back, and the
-   * round it kept a position in is over.
+   * The round begun from mark `round` (null: before any) has seen everything up to `through` (the database's clock):
+   * its mark moves forward, never back, and the position it kept is dropped, the round over. Only the round's own:
+   * an attempt of an earlier round that ends late (a stale one still running beside its retry) moves nothing and
+   * drops nothing, or the round under way would start over (its position gone) or be passed by a mark it never read to.
    */
-  advance(pass: SweepPass, through: Date): Promise<void>;
+  advance(pass: SweepPass, through: Date, round: Date | null): Promise<void>;
   /**
    * The pass's round under way: the mark it began from (null before any), the ledger transaction id it has read
    * through (the pass over every hold; null: none under way, it begins at the first), and the funding it has gone past
@@ -70,11 +72,14 @@ export function createSweepMarks(database: Database): SweepMarks {
     async through(pass) {
       return (await database.sweepMark.findUnique({ where: { pass } }))?.through ?? null;
     },
-    async advance(pass, through) {
+    async advance(pass, through, round) {
+      // A pass that never ended a round has no mark, or the epoch a kept position wrote (keepPosition): as none.
+      const begunFrom = round ?? new Date(0);
       await database.$executeRaw`
         INSERT INTO sweep_mark (pass, through) VALUES (${pass}, ${through})
         ON CONFLICT (pass) DO UPDATE SET through = GREATEST(sweep_mark.through, EXCLUDED.through), after_id = NULL,
-          after_at = NULL, after_key = NULL, unasked_since = NULL`;
+          after_at = NULL, after_key = NULL, unasked_since = NULL
+        WHERE sweep_mark.through = ${begunFrom}`;
     },
     async roundOf(pass) {
       const row = await database.sweepMark.findUnique({ where: { pass } });

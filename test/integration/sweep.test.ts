@@ -445,15 +445,24 @@ describe('the sweep’s FAILED re-checks', () => {
     await stack.database.sweepMark.deleteMany();
     const marks = createSweepMarks(stack.database);
     const round = new Date(Date.now() - 3_600_000);
-    await marks.advance('failed-recheck', round);
+    await marks.advance('failed-recheck', round, null);
     const unaskedAt = new Date(Date.now() - 50 * 60_000);
     const laterBound = new Date(Date.now() - 10 * 60_000);
     // The retry could not ask about a funding 50 minutes old; the stale attempt, which asked nothing, writes after it.
     await marks.keepRowPosition('failed-recheck', { at: unaskedAt, id: randomUUID() }, unaskedAt, round);
     await marks.keepRowPosition('failed-recheck', { at: laterBound, id: randomUUID() }, laterBound, round);
     expect((await marks.roundOf('failed-recheck')).unaskedSince?.getTime()).toBe(unaskedAt.getTime());
-    // A round's mark moved since (a later round began) takes neither's position.
-    await marks.advance('failed-recheck', new Date());
+    // An attempt of an earlier round that ends late moves nothing and drops nothing: the round under way keeps its
+    // position and the funding it could not ask about (found by a read: it cleared them, and the round started over).
+    const earlier = new Date(round.getTime() - 3_600_000);
+    await marks.advance('failed-recheck', new Date(), earlier);
+    expect(await marks.roundOf('failed-recheck')).toMatchObject({
+      through: round,
+      afterRow: { at: laterBound },
+      unaskedSince: unaskedAt,
+    });
+    // The round's own end moves its mark and drops its position; a position kept for it after that is taken by none.
+    await marks.advance('failed-recheck', new Date(), round);
     await marks.keepRowPosition('failed-recheck', { at: laterBound, id: randomUUID() }, laterBound, round);
     expect(await marks.roundOf('failed-recheck')).toMatchObject({ afterRow: null, unaskedSince: null });
     await stack.database.sweepMark.deleteMany();
@@ -660,6 +669,9 @@ describe('a lane that cannot work', () => {
         olderThanSeconds: 600,
       })) as SweepReport;
       expect(JSON.stringify(report)).not.toContain('waiting in its lane');
+      // Handed to its own workflow, it left its lane in the sweep's claim: a lane that works again does not claim it
+      // beside that run (found by a read: it kept lane 0, and each would have created an intent).
+      expect((await stack.database.funding.findUniqueOrThrow({ where: { id } })).lane).toBeNull();
       const status = await waitUntil(
         async () => (await stack.database.funding.findUniqueOrThrow({ where: { id } })).status,
         (now) => now === 'APPROVED',
