@@ -30,6 +30,9 @@ export interface SweepMarks {
    * its mark moves forward, never back, and the position it kept is dropped, the round over. Only the round's own:
    * an attempt of an earlier round that ends late (a stale one still running beside its retry) moves nothing and
    * drops nothing, or the round under way would start over (its position gone) or be passed by a mark it never read to.
+   * A round is known by the mark it began from, so every end moves the mark, by a millisecond at least (a round whose
+   * bound was a funding it could not ask about, inside the read margin, would otherwise leave it where the next round
+   * begins too, and a stale attempt of the first would pass for the second's).
    */
   advance(pass: SweepPass, through: Date, round: Date | null): Promise<void>;
   /**
@@ -77,7 +80,7 @@ export function createSweepMarks(database: Database): SweepMarks {
       const begunFrom = round ?? new Date(0);
       await database.$executeRaw`
         INSERT INTO sweep_mark (pass, through) VALUES (${pass}, ${through})
-        ON CONFLICT (pass) DO UPDATE SET through = GREATEST(sweep_mark.through, EXCLUDED.through), after_id = NULL,
+        ON CONFLICT (pass) DO UPDATE SET through = GREATEST(sweep_mark.through + interval '1 millisecond', EXCLUDED.through), after_id = NULL,
           after_at = NULL, after_key = NULL, unasked_since = NULL
         WHERE sweep_mark.through = ${begunFrom}`;
     },

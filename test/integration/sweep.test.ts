@@ -461,10 +461,21 @@ describe('the sweep’s FAILED re-checks', () => {
       afterRow: { at: laterBound },
       unaskedSince: unaskedAt,
     });
-    // The round's own end moves its mark and drops its position; a position kept for it after that is taken by none.
-    await marks.advance('failed-recheck', new Date(), round);
+    // The round's own end, bound by a funding it could not ask about inside the read margin (older than its mark),
+    // still moves the mark, by a millisecond: a round is known by the mark it began from, and the next must not share
+    // it (found by a second read: the mark stayed, and a stale attempt of the round that ended passed for the next's).
+    await marks.advance('failed-recheck', new Date(round.getTime() - 10 * 60_000), round);
+    const next = await marks.roundOf('failed-recheck');
+    expect(next).toMatchObject({ through: new Date(round.getTime() + 1), afterRow: null, unaskedSince: null });
     await marks.keepRowPosition('failed-recheck', { at: laterBound, id: randomUUID() }, laterBound, round);
-    expect(await marks.roundOf('failed-recheck')).toMatchObject({ afterRow: null, unaskedSince: null });
+    expect(await marks.roundOf('failed-recheck')).toMatchObject({ afterRow: null });
+    await marks.keepRowPosition('failed-recheck', { at: laterBound, id: randomUUID() }, laterBound, next.through);
+    await marks.advance('failed-recheck', new Date(), round);
+    expect((await marks.roundOf('failed-recheck')).afterRow).toMatchObject({ at: laterBound });
+    // The next round's own end, by the mark read back from the database, moves it and drops its position.
+    const ended = new Date();
+    await marks.advance('failed-recheck', ended, next.through);
+    expect(await marks.roundOf('failed-recheck')).toMatchObject({ through: ended, afterRow: null });
     await stack.database.sweepMark.deleteMany();
   });
 });
