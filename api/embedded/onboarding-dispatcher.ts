@@ -7,6 +7,7 @@
 // its start is onboarded by whichever API copy sweeps next: none is lost.
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import type { Database } from '../../lib/database.ts';
+import { retryDelayOf } from '../../wallet/index.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics, OnboardingStartOutcome } from '../../lib/metrics.ts';
 import type { SessionOnboarding } from '../../links/embedded-onboarding.ts';
@@ -67,6 +68,11 @@ export interface OnboardingDispatcher {
   stop(): Promise<void>;
 }
 
+/** How long a session's on-demand onboarding waits after the wallet said "later" without saying when. */
+export const ON_DEMAND_WAIT_MS = 5000;
+/** Sessions whose on-demand wait a process remembers. */
+const ON_DEMAND_WAITS_KEPT = 10_000;
+
 export function createOnboardingDispatcher(options: OnboardingDispatcherOptions): OnboardingDispatcher {
   const { database, temporal, taskQueue, logger } = options;
   const batchSize = options.batchSize ?? 32;
@@ -83,11 +89,22 @@ export function createOnboardingDispatcher(options: OnboardingDispatcherOptions)
   let again = false;
   /** Sessions being onboarded on demand in this process: a page's reloads and polls share one try. */
   const onDemand = new Map<string, Promise<void>>();
+  /**
+   * When a session's next on-demand try may go out, after the wallet said "later" (its Retry-After, else a few
+   * seconds): a page polling every second is not a profile call (and a client token) a second, each refused.
+   */
+  const notBefore = new Map<string, number>();
 
   async function onboardOnDemand(sessionRecordId: string): Promise<void> {
     if (!options.onboardNow) return;
+    const until = notBefore.get(sessionRecordId);
+    if (until !== undefined && Date.now() < until) return;
+    notBefore.delete(sessionRecordId);
     const outcome = await options.onboardNow.link(sessionRecordId);
     if (outcome.kind === 'retry') {
+      // Bounded: the oldest entries go first (a session lives minutes; its wait is seconds).
+      if (notBefore.size >= ON_DEMAND_WAITS_KEPT) notBefore.delete(notBefore.keys().next().value!);
+      notBefore.set(sessionRecordId, Date.now() + (retryDelayOf(outcome.error) ?? ON_DEMAND_WAIT_MS));
       logger.info(
         { sessionRecordId, code: outcome.error.code },
         'on-demand onboarding: the wallet did not give the profile now; the workflow goes on',

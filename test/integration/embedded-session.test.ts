@@ -735,6 +735,32 @@ describe('GET /ops/links/{linkId}/profile', () => {
     expect(home.status).toBe(200);
   });
 
+  it('asks the wallet for a waiting session’s profile no more often than it said: a page polling meanwhile is no call a poll', async () => {
+    // Found by a read: each GET of a session still onboarding asked the wallet for the profile at once, its
+    // Retry-After unheard (and, with the partner's credentials refused, fetched a client token each time).
+    await stack.startWorker();
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '500.00' });
+    const client = browser();
+    const since = new Date();
+    try {
+      await stack.admin.setFaults([{ endpoint: 'op.profile', mode: 'rate-limited', rate: 1, retryAfterSeconds: 60 }]);
+      const { sessionId } = await launch(user.userId);
+      expect((await client.get(`/app?sessionId=${sessionId}`)).text).toContain('Opening your account');
+      // The page's next visit (each waits up to 5 s for the onboarding before it answers the loading page).
+      const page = await client.get('/app');
+      expect([page.status, page.text.includes('Opening your account')]).toEqual([200, true]);
+      // One on demand, and at most one of the onboarding workflow's (it waits out the same Retry-After). Before: one
+      // more a visit.
+      const calls = await stack.database.walletCall.count({
+        where: { operation: 'op.profile', startedAt: { gte: since } },
+      });
+      expect(calls).toBeGreaterThanOrEqual(1);
+      expect(calls).toBeLessThanOrEqual(2);
+    } finally {
+      await stack.admin.clearFaults();
+    }
+  });
+
   it('answers a refusal of walletflow’s own client token as the wallet not giving the profile, never as the user having to log in again', async () => {
     const { link } = await landedUser();
     try {
