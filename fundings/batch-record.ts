@@ -110,7 +110,8 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     try {
       await tx.$executeRaw`SELECT set_config('lock_timeout', ${BATCH_ROW_WAIT}, true)`;
       await tx.$queryRaw`SELECT 1 AS locked FROM funding_batch WHERE id = ${batchId}::uuid FOR NO KEY UPDATE`;
-      await tx.$executeRaw`SELECT set_config('lock_timeout', '0', true)`;
+      // The rest of the move waits as the database's own setting has it, not as this wait.
+      await tx.$executeRaw`SET LOCAL lock_timeout TO DEFAULT`;
     } catch (error) {
       if (!lockNotAvailable(error)) throw error;
       throw new Overloaded(
