@@ -207,51 +207,54 @@ describe('/connect/callback', () => {
     expect(event?.detail).toContain('invalid_grant');
   });
 
-  it('answers the wallet asking it to slow down with 503 and its Retry-After, saying nothing was linked', async () => {
-    // Found by a read: the wallet's 429 on the code exchange fell to the generic failure, a 502 "did not answer in
-    // time" with no Retry-After, where every other path answers a wallet's 429 with 503 WALLET_RATE_LIMITED and when.
-    const user = await stack.admin.createUser({ password: 'pw-slow-down' });
+  /** A login through the sandbox's pages whose callback meets `faults`: its answer, and what it left for the user. */
+  async function callbackUnder(password: string, faults: Parameters<PartnerStack['admin']['setFaults']>[0]) {
+    const user = await stack.admin.createUser({ password });
     const { location, partnerUserId } = await startLogin(user.mobile);
-    const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-slow-down');
-    await stack.admin.setFaults([{ endpoint: 'connect.token', mode: 'rate-limited', rate: 1, retryAfterSeconds: 7 }]);
+    const params = await loginThroughPages(stack.sandbox, location.toString(), password);
+    await stack.admin.setFaults(faults);
+    let answer: { status: number; retryAfter: string | null; text: string };
     try {
       const response = await callback(params);
-      expect(response.status).toBe(503);
-      expect(response.headers.get('retry-after')).toBe('7');
-      const text = await response.text();
-      expect(text).toContain('Your wallet was not linked');
-      expect(text).toContain('busy');
-      expect(text).not.toContain('did not answer in time');
+      answer = {
+        status: response.status,
+        retryAfter: response.headers.get('retry-after'),
+        text: await response.text(),
+      };
     } finally {
       await stack.admin.clearFaults();
     }
-    expect(await stack.database.link.count({ where: { partnerUserId } })).toBe(0);
     const event = await stack.database.linkEvent.findFirst({ where: { partnerUserId, type: 'LOGIN_FAILED' } });
-    expect(event?.detail).toContain('WALLET_RATE_LIMITED');
+    return { ...answer, linked: await stack.database.link.count({ where: { partnerUserId } }), failure: event?.detail };
+  }
+
+  it('answers the wallet asking it to slow down with 503 and its Retry-After, saying nothing was linked', async () => {
+    // Found by a read: the wallet's 429 on the code exchange fell to the generic failure, a 502 "did not answer in
+    // time" with no Retry-After, where every other path answers a wallet's 429 with 503 WALLET_RATE_LIMITED and when.
+    const answer = await callbackUnder('pw-slow-down', [
+      { endpoint: 'connect.token', mode: 'rate-limited', rate: 1, retryAfterSeconds: 7 },
+    ]);
+    expect(answer.status).toBe(503);
+    expect(answer.retryAfter).toBe('7');
+    expect(answer.text).toContain('Your wallet was not linked');
+    expect(answer.text).toContain('busy');
+    expect(answer.text).not.toContain('did not answer in time');
+    expect(answer.linked).toBe(0);
+    expect(answer.failure).toContain('WALLET_RATE_LIMITED');
   });
 
   it('answers the wallet refusing this partner’s own client credentials as a fault on our side, not the person’s login refused', async () => {
     // Found by a read: the code exchange's invalid_client was answered 400 "the wallet refused this login (it may have
     // expired or been used already)", and a person sent to start again met the same refusal.
-    const user = await stack.admin.createUser({ password: 'pw-credentials' });
-    const { location, partnerUserId } = await startLogin(user.mobile);
-    const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-credentials');
-    await stack.admin.setFaults([
+    const answer = await callbackUnder('pw-credentials', [
       { endpoint: 'connect.token', mode: 'error-before-effect', rate: 1, status: 401, code: 'invalid_client' },
     ]);
-    try {
-      const response = await callback(params);
-      expect(response.status).toBe(503);
-      const text = await response.text();
-      expect(text).toContain('Your wallet was not linked');
-      expect(text).toContain('for a reason on our side');
-      expect(text).not.toContain('refused this login');
-    } finally {
-      await stack.admin.clearFaults();
-    }
-    expect(await stack.database.link.count({ where: { partnerUserId } })).toBe(0);
-    const event = await stack.database.linkEvent.findFirst({ where: { partnerUserId, type: 'LOGIN_FAILED' } });
-    expect(event?.detail).toContain('invalid_client');
+    expect(answer.status).toBe(503);
+    expect(answer.text).toContain('Your wallet was not linked');
+    expect(answer.text).toContain('for a reason on our side');
+    expect(answer.text).not.toContain('refused this login');
+    expect(answer.linked).toBe(0);
+    expect(answer.failure).toContain('invalid_client');
   });
 
   it('shows a clear page for error= and records it', async () => {
