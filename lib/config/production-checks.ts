@@ -82,6 +82,9 @@ function redirectUriProblems(redirectUri: string, publicUrl: string | undefined)
  * 32 bytes, the sandbox's credentials or loopback wallet URLs, no session allowlist, no HTTPS
  * public URL (the web session cookie must be Secure).
  */
+/** How long a webhook delivery is retried, at least, in production (contract-decisions section 13). */
+const WEBHOOK_RETRY_AT_LEAST_MS = 86_400_000;
+
 export function productionProblems(config: AppConfig): string[] {
   if (config.nodeEnv !== 'production') return [];
   const problems: string[] = [];
@@ -103,6 +106,11 @@ export function productionProblems(config: AppConfig): string[] {
     }
   }
   if (!config.tokenEncryptionKeys) problems.push('TOKEN_ENCRYPTION_KEY: is required in production');
+  // Contract-decisions section 13: a delivery is retried for at least 24 hours before it is FAILED (shorter: tests).
+  if (config.webhooks.retry.retryForMs < WEBHOOK_RETRY_AT_LEAST_MS)
+    problems.push(
+      `WEBHOOK_RETRY_FOR_MS: ${config.webhooks.retry.retryForMs} is under 24 hours (${WEBHOOK_RETRY_AT_LEAST_MS}); a delivery is retried at least that long before it is FAILED, refused in production`,
+    );
   if (config.console.oidc && !config.console.oidc.issuer.startsWith('https:'))
     problems.push('CONSOLE_OIDC_ISSUER: must be an https:// address in production (staff sign in through it)');
   if (!config.fingerprintKey)

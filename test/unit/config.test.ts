@@ -138,6 +138,7 @@ describe('loadConfig', () => {
       CONNECT_URL: 'http://127.0.0.1:4010/connect',
       CONNECT_CLIENT_ID: 'sandbox-client-x',
       OPS_API_KEYS: 'short',
+      WEBHOOK_RETRY_FOR_MS: '3600000',
     });
     const problems = productionProblems(weak).map((problem) => problem.split(':')[0]);
     expect(problems).toEqual(
@@ -152,6 +153,7 @@ describe('loadConfig', () => {
         'TEMPORAL_TLS',
         'TREASURY_LIMIT',
         'BATCH_APPROVAL_THRESHOLD',
+        'WEBHOOK_RETRY_FOR_MS',
       ]),
     );
     const strong = loadConfig(strongProduction);
