@@ -156,6 +156,26 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
     errorCount += 1;
     if (errors.length < MAX_LISTED_ROW_ERRORS) errors.push(boundedRowError(error));
   };
+  /**
+   * Whether the current row's reference is an earlier row's (then named as a problem of this row), else it is recorded
+   * as this row's: a bad row's reference too, so a good row repeating it is named in the same answer, not in the one
+   * after the bad row is mended.
+   */
+  const repeats = (reference: string): boolean => {
+    const first = seen.get(reference);
+    if (first === undefined) {
+      seen.set(reference, row);
+      return false;
+    }
+    add({
+      row,
+      reference,
+      field: 'reference',
+      code: 'DUPLICATE_REFERENCE',
+      message: `reference ${reference} is already row ${first}`,
+    });
+    return true;
+  };
   return {
     /** Items seen so far, good or bad. */
     get count(): number {
@@ -172,6 +192,7 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
       row += 1;
       if (raw instanceof CsvRowProblem) {
         add({ row, reference: raw.reference || null, field: 'row', code: 'INVALID', message: raw.message });
+        if (raw.reference) repeats(raw.reference);
         return;
       }
       const reference =
@@ -182,21 +203,11 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
       if (!parsed.success) {
         for (const issue of parsed.error.issues)
           add({ row, reference, field: issue.path.join('.') || 'item', code: 'INVALID', message: issue.message });
+        if (reference !== null) repeats(reference);
         return;
       }
       const item = parsed.data;
-      const first = seen.get(item.reference);
-      if (first !== undefined) {
-        add({
-          row,
-          reference: item.reference,
-          field: 'reference',
-          code: 'DUPLICATE_REFERENCE',
-          message: `reference ${item.reference} is already row ${first}`,
-        });
-        return;
-      }
-      seen.set(item.reference, row);
+      if (repeats(item.reference)) return;
       const foreign = currencyRefusal(item.amount.currency);
       if (foreign) {
         add({

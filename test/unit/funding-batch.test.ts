@@ -65,6 +65,18 @@ describe('a batch’s items', () => {
     expect(check.errorCount).toBe(7);
   });
 
+  it('name a good row that repeats a bad row’s reference, and a bad row that repeats an earlier one', () => {
+    const check = checkBatchItems([item('twice', '1.00', '123'), item('twice'), item('ok'), item('ok', 'x')]);
+    expect(!check.ok && check.errors.map((error) => [error.row, error.reference, error.field, error.code])).toEqual([
+      [1, 'twice', 'recipient.code', 'INVALID'],
+      // Before: not named until row 1 was mended and the file sent again.
+      [2, 'twice', 'reference', 'DUPLICATE_REFERENCE'],
+      [4, 'ok', 'amount.value', 'INVALID'],
+      [4, 'ok', 'reference', 'DUPLICATE_REFERENCE'],
+    ]);
+    expect(check).toMatchObject({ ok: false, errorCount: 4 });
+  });
+
   it('list at most 1000 errors but count them all', () => {
     const rows = Array.from({ length: 1500 }, (_, index) => item(`r${index}`, 'x'));
     const check = checkBatchItems(rows);
