@@ -53,9 +53,13 @@ const IDLE_RECHECK_MS = 5 * 60_000;
 /** Timed waits per run (drain polls, idle re-checks) before it continues as new: each adds a few events. */
 const WAITS_PER_RUN = 200;
 
-/** Waits between drain polls: short at first (most items finish in seconds), then up to 30 s. */
+/**
+ * Waits between drain polls: short at first (most items finish in seconds), then every 10 s, so a batch whose last
+ * item finished in its own workflow is COMPLETED within 10 s of it, where it waited up to 30 s (a poll a few events
+ * and one indexed count; a run continues as new after WAITS_PER_RUN of them).
+ */
 function drainPollMs(poll: number): number {
-  return Math.min(2000 * 2 ** Math.min(poll, 4), 30_000);
+  return Math.min(2000 * 2 ** Math.min(poll, 3), 10_000);
 }
 
 const nonRetryableErrorTypes = [fundBatchFailureTypes.notFound];
