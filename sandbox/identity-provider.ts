@@ -32,10 +32,20 @@ export interface IdentityProviderOptions {
   host?: string;
   clients: IdentityProviderClient[];
   staff: readonly StaffMember[];
+  /**
+   * The issuer's path, for a test: an issuer such as `http://HOST:PORT/application/o/walletflow/` (a path and a trailing
+   * slash, as Authentik's and Azure AD v1's issuers have), its endpoints under it. Absent: the issuer is the origin.
+   */
+  issuerPath?: string;
+  /**
+   * For a test: the groups claim only for the `groups` scope (as Dex and Okta's org server give it), not with the
+   * profile; the provider lists `groups` and `email` among its scopes then.
+   */
+  groupsScope?: boolean;
 }
 
 export interface RunningIdentityProvider {
-  /** The issuer (CONSOLE_OIDC_ISSUER): http://HOST:PORT */
+  /** The issuer (CONSOLE_OIDC_ISSUER): http://HOST:PORT, or with `issuerPath` after it. */
   issuer: string;
   staff: readonly StaffMember[];
   /**
@@ -93,7 +103,10 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
   };
   const server = createServer((req, res) => handle(req, res));
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, host, resolve));
-  const issuer = `http://${host}:${(server.address() as AddressInfo).port}`;
+  const origin = `http://${host}:${(server.address() as AddressInfo).port}`;
+  const issuer = `${origin}${options.issuerPath ?? ''}`;
+  /** Where the provider's own routes are mounted: the issuer's path without its trailing slash. */
+  const mountPath = (options.issuerPath ?? '').replace(/\/+$/, '');
 
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
   const signingKey = {
@@ -113,9 +126,16 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       require_auth_time: true,
     })),
     pkce: { required: () => true },
-    scopes: ['openid', 'profile'],
-    // The groups come with the profile, as a provider configured to send them in the ID token does.
-    claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'groups'] },
+    ...(options.groupsScope
+      ? {
+          scopes: ['openid', 'profile', 'email', 'groups'],
+          claims: { openid: ['sub'], profile: ['name', 'preferred_username'], email: ['email'], groups: ['groups'] },
+        }
+      : {
+          scopes: ['openid', 'profile'],
+          // The groups come with the profile, as a provider configured to send them in the ID token does.
+          claims: { openid: ['sub'], profile: ['name', 'preferred_username', 'groups'] },
+        }),
     // The scopes' claims in the ID token itself, as many providers put a groups claim there.
     conformIdTokenClaims: false,
     findAccount: (_ctx, id) => {
@@ -123,7 +143,13 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       if (!member) return undefined;
       return {
         accountId: id,
-        claims: () => ({ sub: id, name: member.name, preferred_username: member.username, groups: member.groups }),
+        claims: () => ({
+          sub: id,
+          name: member.name,
+          preferred_username: member.username,
+          email: `${member.username}@staff.example`,
+          groups: member.groups,
+        }),
       };
     },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
@@ -135,13 +161,12 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       const clientId = ctx.oidc.client?.clientId;
       const accountId = ctx.oidc.session?.accountId;
       if (!clientId || !accountId) return undefined;
+      const asked = typeof ctx.oidc.params?.scope === 'string' ? ctx.oidc.params.scope : 'openid profile';
       const existing = ctx.oidc.session?.grantIdFor(clientId);
-      if (existing) {
-        const found = await ctx.oidc.provider.Grant.find(existing);
-        if (found) return found;
-      }
-      const grant = new ctx.oidc.provider.Grant({ clientId, accountId });
-      grant.addOIDCScope('openid profile');
+      const grant =
+        (existing ? await ctx.oidc.provider.Grant.find(existing) : undefined) ??
+        new ctx.oidc.provider.Grant({ clientId, accountId });
+      grant.addOIDCScope(asked);
       await grant.save();
       return grant;
     },
@@ -159,20 +184,25 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
   let loginClockOffsetSeconds = 0;
   let tokenRequestsFail = false;
   handle = (req, res) => {
-    const url = new URL(req.url ?? '/', issuer);
-    if (tokenRequestsFail && url.pathname === '/token') {
+    const url = new URL(req.url ?? '/', origin);
+    if (tokenRequestsFail && url.pathname === `${mountPath}/token`) {
       res.statusCode = 503;
       res.setHeader('Content-Type', 'text/plain; charset=utf-8');
       res.end('down for maintenance');
       return;
     }
-    if (ignoringFreshLogin && url.pathname === '/auth') {
+    if (ignoringFreshLogin && url.pathname === `${mountPath}/auth`) {
       url.searchParams.delete('prompt');
       url.searchParams.delete('max_age');
       req.url = `${url.pathname}${url.search}`;
     }
     const interaction = /^\/interaction\/([A-Za-z0-9_-]+)(\/login)?$/.exec(url.pathname);
     if (!interaction) {
+      // Mounted at the issuer's path, as an app mounted by Express is: the provider reads its mount from originalUrl.
+      if (mountPath && url.pathname.startsWith(`${mountPath}/`)) {
+        (req as IncomingMessage & { originalUrl?: string }).originalUrl = req.url;
+        req.url = (req.url ?? '/').slice(mountPath.length);
+      }
       oidc(req, res);
       return;
     }

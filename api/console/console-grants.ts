@@ -25,6 +25,13 @@ export interface ConsoleGrants {
 /** The key's person id: its name without regard to case, as key names are compared. */
 export const keyPersonId = (key: Pick<OpsKey, 'name'>): string => `key:${key.name.toLowerCase()}`;
 
+/**
+ * The issuer a session records and is compared by: CONSOLE_OIDC_ISSUER without a trailing slash, as sessions have
+ * recorded it since before the variable was kept as given (discovery needs it so): a slash added or dropped in the
+ * setting signs no one out.
+ */
+export const issuerOfRecord = (issuer: string): string => issuer.replace(/\/+$/, '');
+
 export function createConsoleGrants(
   config: Pick<ConsoleConfig, 'oidc'>,
   keys: Pick<OpsKeyGuard, 'fingerprintOf' | 'keyOfFingerprint'>,
@@ -37,7 +44,7 @@ export function createConsoleGrants(
       const key = keys.keyOfFingerprint(grant.keyFingerprint);
       return key && keyPersonId(key) === session.personId ? key.scopes : null;
     }
-    if (!config.oidc || config.oidc.issuer !== grant.issuer) return null;
+    if (!config.oidc || issuerOfRecord(config.oidc.issuer) !== grant.issuer) return null;
     return scopesOfGroups(config.oidc.roles, grant.groups);
   };
   return {
@@ -47,7 +54,7 @@ export function createConsoleGrants(
       const roles = config.oidc.roles;
       return {
         via: 'oidc',
-        issuer: config.oidc.issuer,
+        issuer: issuerOfRecord(config.oidc.issuer),
         groups: [...new Set(groups)].filter((group) => roles.has(group)),
       };
     },

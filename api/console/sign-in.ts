@@ -44,8 +44,56 @@ import {
   sameOrigin,
   setCookie,
 } from './console-auth.ts';
-import { keyPersonId, type ConsoleGrants } from './console-grants.ts';
+import { issuerOfRecord, keyPersonId, type ConsoleGrants } from './console-grants.ts';
 import { consoleHeaders, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
+
+/**
+ * The scopes a sign-in asks for: CONSOLE_OIDC_SCOPES as set, else `openid profile` and the groups claim's scope
+ * (`groups` by default) where the provider lists it: Dex and Okta's org server send the groups only to a client that
+ * asks for that scope, and a person who came back without them would have no role. A provider that lists the scope
+ * but refuses it to this client (a Keycloak client scope not assigned to it) is answered by setting the variable.
+ */
+export function scopesToAsk(
+  configuration: oidc.Configuration,
+  settings: { groupsClaim: string; scopes?: readonly string[] | undefined },
+): string {
+  if (settings.scopes) return settings.scopes.join(' ');
+  const supported = configuration.serverMetadata().scopes_supported ?? [];
+  return ['openid', 'profile', ...(supported.includes(settings.groupsClaim) ? [settings.groupsClaim] : [])]
+    .filter((scope, index, all) => all.indexOf(scope) === index)
+    .join(' ');
+}
+
+/**
+ * The provider's metadata, found from CONSOLE_OIDC_ISSUER. Discovery checks that the metadata names the issuer exactly;
+ * one that differs only by a trailing slash (an issuer set with a slash its provider does not have, or without one it
+ * has) is the same provider: discovered again under the name it gives itself, and the setting to mend is logged.
+ */
+async function discoverProvider(
+  settings: { issuer: string; clientId: string; clientSecret: string },
+  logger: Logger,
+): Promise<oidc.Configuration> {
+  const discover = (issuer: string) =>
+    oidc.discovery(
+      new URL(issuer),
+      settings.clientId,
+      settings.clientSecret,
+      undefined,
+      issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : undefined,
+    );
+  try {
+    return await discover(settings.issuer);
+  } catch (error) {
+    const named = (error as { code?: unknown; cause?: { attribute?: unknown; body?: { issuer?: unknown } } }).cause;
+    const issuer = named?.attribute === 'issuer' ? named.body?.issuer : undefined;
+    if (typeof issuer !== 'string' || issuerOfRecord(issuer) !== issuerOfRecord(settings.issuer)) throw error;
+    logger.warn(
+      { configured: settings.issuer, provider: issuer },
+      'console: CONSOLE_OIDC_ISSUER differs from the issuer the provider names only by a trailing slash; set it as the provider names it',
+    );
+    return discover(issuer);
+  }
+}
 
 export interface SignInDependencies {
   sessions: ConsoleSessions;
@@ -268,18 +316,10 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   const provider = (): Promise<oidc.Configuration> => {
     const settings = config.oidc;
     if (!settings) return Promise.reject(new Error('no identity provider is configured'));
-    discovered ??= oidc
-      .discovery(
-        new URL(settings.issuer),
-        settings.clientId,
-        settings.clientSecret,
-        undefined,
-        settings.issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : undefined,
-      )
-      .catch((error: unknown) => {
-        discovered = undefined;
-        throw error;
-      });
+    discovered ??= discoverProvider(settings, deps.logger).catch((error: unknown) => {
+      discovered = undefined;
+      throw error;
+    });
     return discovered;
   };
 
@@ -511,7 +551,10 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     });
     const url = oidc.buildAuthorizationUrl(configuration, {
       redirect_uri: redirectUri(req),
-      scope: 'openid profile',
+      scope: scopesToAsk(configuration, {
+        groupsClaim: config.oidc?.groupsClaim ?? 'groups',
+        scopes: config.oidc?.scopes,
+      }),
       code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
       code_challenge_method: 'S256',
       state,
@@ -577,7 +620,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
         signInPage(req, res, 503, 'The identity provider cannot be reached just now. Sign in again in a minute.');
         return;
       }
-      deps.logger.warn({ err: (error as Error).message }, 'console: an OpenID Connect sign-in failed');
+      // The provider's own word, where it sent one (invalid_scope: a scope it lists but refuses this client; see
+      // CONSOLE_OIDC_SCOPES).
+      deps.logger.warn(
+        { err: (error as Error).message, providerError: (error as { error?: unknown }).error },
+        'console: an OpenID Connect sign-in failed',
+      );
       await failed(req, res, () =>
         signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'),
       );
@@ -646,7 +694,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     // each (a session left with none ends). The provider's groups, not those with a role here: a process started
     // before a role was given to a group (a rolling restart) must not take that group from the sessions of others.
     // A provider that sends no groups claim says the person has none (some leave an empty claim out).
-    const narrowed = await sessions.narrowToGroups(personId, settings.issuer, groups);
+    const narrowed = await sessions.narrowToGroups(personId, issuerOfRecord(settings.issuer), groups);
     if (narrowed > 0)
       deps.logger.info({ personId, narrowed }, 'console: a sign-in narrowed the person’s other sessions');
     if (scopes.size === 0) {

@@ -281,7 +281,9 @@ export const environmentSchema = z
 
     // The ops console (contract-decisions section 15): staff sign in with OpenID Connect when the
     // issuer, client id and secret are set (the roles map groups to scopes), else with a named ops key.
-    CONSOLE_OIDC_ISSUER: httpUrl,
+    // Kept as given: the provider's metadata names its issuer exactly, a trailing slash included (Authentik's, Azure AD
+    // v1's), and discovery checks it.
+    CONSOLE_OIDC_ISSUER: exactHttpUrl,
     CONSOLE_OIDC_CLIENT_ID: optionalString,
     CONSOLE_OIDC_CLIENT_SECRET: optionalString,
     CONSOLE_OIDC_ROLES: commaList.transform((entries, ctx) => {
@@ -299,6 +301,17 @@ export const environmentSchema = z
         .string()
         .regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters')
         .default('groups'),
+    ),
+    // The scopes a sign-in asks for, exactly (space-separated, `openid` among them); absent: `openid profile`, and the
+    // groups claim's scope where the provider lists it.
+    CONSOLE_OIDC_SCOPES: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'must be scopes separated by one space')
+        .refine((value) => value.split(' ').includes('openid'), 'must include openid')
+        .transform((value) => [...new Set(value.split(' '))])
+        .optional(),
     ),
     CONSOLE_IDLE_MINUTES: z.preprocess(
       emptyAsUndefined,

@@ -134,6 +134,8 @@ export interface ConsoleConfig {
         clientSecret: string;
         roles: ReadonlyMap<string, ReadonlySet<OpsScope>>;
         groupsClaim: string;
+        /** CONSOLE_OIDC_SCOPES: the scopes a sign-in asks for, exactly; absent: as api/console/sign-in.ts chooses. */
+        scopes?: readonly string[];
       }
     | undefined;
   /** A session ends after this long without a request (CONSOLE_IDLE_MINUTES). */
@@ -346,6 +348,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
               clientSecret: e.CONSOLE_OIDC_CLIENT_SECRET,
               roles: e.CONSOLE_OIDC_ROLES,
               groupsClaim: e.CONSOLE_OIDC_GROUPS_CLAIM,
+              ...(e.CONSOLE_OIDC_SCOPES ? { scopes: e.CONSOLE_OIDC_SCOPES } : {}),
             }
           : undefined,
       idleMinutes: e.CONSOLE_IDLE_MINUTES,

@@ -1,4 +1,7 @@
 // lib/config.ts: the environment schema names the variable that is wrong and fills defaults.
+import * as oidc from 'openid-client';
+import { scopesToAsk } from '../../api/console/sign-in.ts';
+import { createConsoleGrants } from '../../api/console/console-grants.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -65,6 +68,46 @@ describe('loadConfig', () => {
     expect(
       loadConfig({ ...wallet, CONNECT_REDIRECT_URI: 'https://partner.example/connect/callback/' }).wallet?.redirectUri,
     ).toBe('https://partner.example/connect/callback/');
+  });
+
+  it('keeps CONSOLE_OIDC_ISSUER exactly as the provider names itself (a trailing slash included); sessions record it without', () => {
+    const issuer = 'https://auth.example.com/application/o/walletflow/';
+    const oidc = loadConfig({
+      CONSOLE_OIDC_ISSUER: issuer,
+      CONSOLE_OIDC_CLIENT_ID: 'walletflow-console',
+      CONSOLE_OIDC_CLIENT_SECRET: 'secret',
+      CONSOLE_OIDC_ROLES: 'ops=read',
+    }).console.oidc;
+    expect(oidc?.issuer).toBe(issuer);
+    // A session recorded before the setting was kept as given (without its slash) is still this provider's.
+    const grants = createConsoleGrants({ oidc: oidc! }, { fingerprintOf: () => '', keyOfFingerprint: () => undefined });
+    expect(grants.ofGroups(['ops'])).toMatchObject({ issuer: 'https://auth.example.com/application/o/walletflow' });
+    const session = (recorded: string) => ({
+      personId: 'oidc:p',
+      scopes: new Set(['read'] as const),
+      grant: { via: 'oidc' as const, issuer: recorded, groups: ['ops'] },
+    });
+    expect(grants.scopesNow(session('https://auth.example.com/application/o/walletflow'))).toEqual(new Set(['read']));
+    expect(grants.scopesNow(session('https://other.example.com/application/o/walletflow'))).toBeNull();
+  });
+
+  it('asks for CONSOLE_OIDC_SCOPES exactly where set (openid among them), else openid profile and the groups scope a provider lists', () => {
+    const oidcEnv = {
+      CONSOLE_OIDC_ISSUER: 'https://idp.example',
+      CONSOLE_OIDC_CLIENT_ID: 'walletflow-console',
+      CONSOLE_OIDC_CLIENT_SECRET: 'secret',
+      CONSOLE_OIDC_ROLES: 'ops=read',
+    };
+    const provider = (scopes: string[]) =>
+      new oidc.Configuration({ issuer: 'https://idp.example', scopes_supported: scopes }, 'walletflow-console');
+    const lists = provider(['openid', 'profile', 'email', 'groups']);
+    expect(scopesToAsk(lists, loadConfig(oidcEnv).console.oidc!)).toBe('openid profile groups');
+    expect(scopesToAsk(provider(['openid', 'profile']), loadConfig(oidcEnv).console.oidc!)).toBe('openid profile');
+    const set = loadConfig({ ...oidcEnv, CONSOLE_OIDC_SCOPES: 'openid profile openid' }).console.oidc!;
+    expect(set.scopes).toEqual(['openid', 'profile']);
+    expect(scopesToAsk(lists, set)).toBe('openid profile');
+    expect(() => loadConfig({ ...oidcEnv, CONSOLE_OIDC_SCOPES: 'profile groups' })).toThrow(/CONSOLE_OIDC_SCOPES/);
+    expect(() => loadConfig({ ...oidcEnv, CONSOLE_OIDC_SCOPES: 'openid  "x"' })).toThrow(/CONSOLE_OIDC_SCOPES/);
   });
 
   it('uses the built-in sandbox when none of the three URLs is set, whatever else is', () => {

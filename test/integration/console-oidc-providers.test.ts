@@ -1,0 +1,187 @@
+// The console's OpenID Connect sign-in against providers shaped as real ones are, over HTTP as a browser follows it
+// (the start, the provider's login form, its redirect back, the callback): an issuer with a path and a trailing slash
+// (Authentik's, Azure AD v1's) is discovered and checked as configured, one set with a slash its provider does not
+// have is found all the same, and a provider that gives the groups claim only for the `groups` scope (Dex, Okta's org
+// server) is asked for it, so each person signs in with their role.
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../lib/config.ts';
+import {
+  startIdentityProvider,
+  type IdentityProviderOptions,
+  type RunningIdentityProvider,
+} from '../../sandbox/identity-provider.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+const clientSecret = randomBytes(24).toString('base64url');
+const staff = [
+  {
+    username: 'noor',
+    password: 'noor-pass',
+    name: 'Noor Aquino',
+    groups: ['walletflow-checkers', 'walletflow-readers'],
+  },
+  { username: 'omar', password: 'omar-pass', name: 'Omar Villanueva', groups: ['walletflow-checkers'] },
+];
+
+interface Provided {
+  idp: RunningIdentityProvider;
+  stack: PartnerStack;
+}
+
+/**
+ * A walletflow whose console signs in through a sandbox provider of `shape`: its settings read from the variables an
+ * operator sets (CONSOLE_OIDC_ISSUER as the provider names itself), as the API reads them.
+ */
+async function providedBy(
+  shape: Pick<IdentityProviderOptions, 'issuerPath' | 'groupsScope'>,
+  configured: (issuer: string) => string = (issuer) => issuer,
+): Promise<Provided> {
+  let idp: RunningIdentityProvider | undefined;
+  const stack = await startPartnerStack({
+    console: async (apiBase) => {
+      idp = await startIdentityProvider({
+        clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }],
+        staff,
+        ...shape,
+      });
+      return loadConfig({
+        CONSOLE_OIDC_ISSUER: configured(idp.issuer),
+        CONSOLE_OIDC_CLIENT_ID: 'walletflow-console',
+        CONSOLE_OIDC_CLIENT_SECRET: clientSecret,
+        CONSOLE_OIDC_ROLES: 'walletflow-checkers=read+approve,walletflow-readers=read',
+      }).console;
+    },
+  });
+  return { idp: idp!, stack };
+}
+
+/** Cookies per origin, as a browser keeps them (names and values only: every cookie of an origin is sent to it). */
+class CookieJar {
+  private readonly byOrigin = new Map<string, Map<string, string>>();
+  take(url: URL, response: Response): void {
+    const jar = this.byOrigin.get(url.origin) ?? new Map<string, string>();
+    this.byOrigin.set(url.origin, jar);
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const at = pair!.indexOf('=');
+      const value = pair!.slice(at + 1);
+      if (/max-age=0|expires=thu, 01 jan 1970/i.test(line) || value === '') jar.delete(pair!.slice(0, at));
+      else jar.set(pair!.slice(0, at), value);
+    }
+  }
+  header(url: URL): string {
+    return [...(this.byOrigin.get(url.origin) ?? new Map<string, string>())]
+      .map(([name, value]) => `${name}=${value}`)
+      .join('; ');
+  }
+}
+
+/**
+ * Signs `member` in as a browser does, from the console's "Sign in with …" link through the provider's login form and
+ * back: what the callback answered, and the console's home page with the session it set.
+ */
+async function signInThrough(
+  stack: PartnerStack,
+  member: (typeof staff)[number],
+): Promise<{ callback: { status: number; text: string }; home: string | null }> {
+  const jar = new CookieJar();
+  const navigate = async (href: string, site: 'none' | 'cross-site', init: RequestInit = {}) => {
+    const url = new URL(href);
+    const response = await fetch(url, {
+      ...init,
+      redirect: 'manual',
+      headers: {
+        ...(init.headers as Record<string, string> | undefined),
+        cookie: jar.header(url),
+        'sec-fetch-dest': 'document',
+        'sec-fetch-mode': 'navigate',
+        'sec-fetch-site': site,
+      },
+    });
+    jar.take(url, response);
+    const location = response.headers.get('location');
+    return { response, url, next: location ? new URL(location, url).href : null };
+  };
+  // The console's link to the provider, then the provider's redirects to its login form.
+  let step = await navigate(`${stack.apiBase}/console/sign-in/oidc`, 'none');
+  expect(step.response.status, await step.response.clone().text()).toBe(303);
+  while (step.next && !step.next.includes('/interaction/')) step = await navigate(step.next, 'cross-site');
+  const form = step.next!;
+  step = await navigate(form, 'none');
+  expect(step.response.status).toBe(200);
+  await step.response.arrayBuffer();
+  // The login form, sent; then the provider's redirects back to the console's callback.
+  step = await navigate(`${form}/login`, 'none', {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ username: member.username, password: member.password }).toString(),
+  });
+  while (step.next && !step.next.startsWith(`${stack.apiBase}/console/oidc/callback`))
+    step = await navigate(step.next, 'none');
+  expect(step.next, 'the provider sends the browser back to the console').not.toBeNull();
+  step = await navigate(step.next!, 'cross-site');
+  const callback = {
+    status: step.response.status,
+    text: await step.response.text(),
+  };
+  if (callback.status !== 200) return { callback, home: null };
+  const home = await navigate(`${stack.apiBase}/console`, 'none');
+  return { callback, home: home.response.status === 200 ? await home.response.text() : null };
+}
+
+describe('the console’s sign-in through an identity provider', () => {
+  let slashed: Provided;
+  let scoped: Provided;
+  beforeAll(async () => {
+    [slashed, scoped] = await Promise.all([
+      providedBy({ issuerPath: '/application/o/walletflow/' }),
+      // Its issuer has no trailing slash; the operator wrote one.
+      providedBy({ issuerPath: '/realms/ops', groupsScope: true }, (issuer) => `${issuer}/`),
+    ]);
+  }, 90_000);
+  afterAll(async () => {
+    for (const provided of [slashed, scoped]) {
+      await provided?.stack.close();
+      await provided?.idp.close();
+    }
+  });
+
+  it('whose issuer has a path ending in a slash (Authentik, Azure AD v1): discovered and checked as configured, the person signed in', async () => {
+    expect(slashed.idp.issuer).toMatch(/\/application\/o\/walletflow\/$/);
+    // Before: the issuer was read without its slash, the provider's metadata named it with one, and every start
+    // answered 503 "the identity provider cannot be reached just now".
+    const noor = staff[0]!;
+    const { callback, home } = await signInThrough(slashed.stack, noor);
+    expect(callback.status, callback.text).toBe(200);
+    expect(callback.text).toContain('Signed in.');
+    expect(home).toContain('Noor Aquino (oidc:staff-noor)');
+    const first = await slashed.stack.database.consoleSession.findFirstOrThrow({
+      where: { personId: 'oidc:staff-noor' },
+    });
+    expect(first.scopes.sort()).toEqual(['approve', 'read']);
+    // Recorded as sessions were before the issuer was kept as given: without its slash.
+    expect(first.issuer).toBe(slashed.idp.issuer.replace(/\/$/, ''));
+    // The provider takes a group away; the person's next sign-in takes it from their first session too.
+    noor.groups = ['walletflow-readers'];
+    const again = await signInThrough(slashed.stack, noor);
+    expect(again.callback.status, again.callback.text).toBe(200);
+    const narrowed = await slashed.stack.database.consoleSession.findUniqueOrThrow({ where: { id: first.id } });
+    expect(narrowed.groups).toEqual(['walletflow-readers']);
+  });
+
+  it('that gives the groups claim only for the `groups` scope (Dex, Okta), its issuer set with a slash it does not have: found, asked for the scope, the person signed in with their role', async () => {
+    expect(scoped.idp.issuer).toMatch(/\/realms\/ops$/);
+    // Before: only `openid profile` was asked for, the person came back with no groups, and was refused 403 "no role".
+    // And with the slash kept as written, discovery's check failed: every start 503.
+    const { callback, home } = await signInThrough(scoped.stack, staff[1]!);
+    expect(callback.status, callback.text).toBe(200);
+    expect(callback.text).toContain('Signed in.');
+    expect(home).toContain('Omar Villanueva (oidc:staff-omar)');
+    const session = await scoped.stack.database.consoleSession.findFirstOrThrow({
+      where: { personId: 'oidc:staff-omar' },
+    });
+    expect(session.scopes.sort()).toEqual(['approve', 'read']);
+    expect(session.groups).toEqual(['walletflow-checkers']);
+  });
+});
