@@ -324,6 +324,9 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     async deliverFor(round: DeliveryRound): Promise<DeliveryRoundReport> {
       const counts: DeliveryRoundReport = { batches: 0, claimed: 0, succeeded: 0, retrying: 0, failed: 0 };
       const until = Date.now() + round.roundMs;
+      // A deleted endpoint's deliveries committed after its DELETE: ended as the DELETE ends the others, once a round.
+      const leftOver = await store.failPendingOfDeleted();
+      if (leftOver > 0) logger.info({ failed: leftOver }, 'webhooks: deliveries of deleted endpoints ended FAILED');
       try {
         for (;;) {
           const left = until - Date.now();

@@ -391,6 +391,27 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
       }),
 
     /**
+     * Ends FAILED, up to a chunk at a time, the deliveries still PENDING under a deleted endpoint: those an event's
+     * transaction wrote for it while it was live and committed after its DELETE had failed the ones it could see (a
+     * batch's cancel writes its items' events for minutes). The claim never takes them, and a redelivery is refused:
+     * left so, they were PENDING for good. How many it ended.
+     */
+    async failPendingOfDeleted(): Promise<number> {
+      return database.$executeRaw`
+        UPDATE webhook_delivery d SET status = 'FAILED', next_attempt_at = NULL, updated_at = now()
+        FROM (
+          SELECT p.id FROM webhook_endpoint e
+          CROSS JOIN LATERAL (
+            SELECT id FROM webhook_delivery
+            WHERE endpoint_id = e.id AND status = 'PENDING'
+            ORDER BY next_attempt_at, id LIMIT ${FAIL_CHUNK}
+            FOR UPDATE SKIP LOCKED) p
+          WHERE e.deleted_at IS NOT NULL
+          LIMIT ${FAIL_CHUNK}) left_over
+        WHERE d.id = left_over.id AND d.status = 'PENDING'`;
+    },
+
+    /**
      * Up to `limit` due deliveries, each leased for `leaseMs`: rows another process holds are
      * skipped (SKIP LOCKED), and the lease (next_attempt_at moved ahead) keeps them from every
      * other claim while this one sends. A process that dies mid-send leaves the lease to expire:

@@ -241,6 +241,45 @@ describe('the webhooks the console’s home says are failing', () => {
     expect(await store.deleteEndpoint(id, 'ops')).toBe(false);
   });
 
+  it('ends FAILED a delivery an event wrote for an endpoint while it was deleted, committed after the DELETE, at the deliverer’s next round', async () => {
+    const kit = deliveryKit();
+    const id = await kit.endpoint('https://partner.example/going-away');
+    // An event's transaction (a batch's cancel writes its items' events for minutes) reads the endpoint while it is
+    // live and writes its delivery; meanwhile the endpoint is deleted, and the DELETE fails what it can see.
+    const eventTransaction = new pg.Client({ connectionString: testDatabaseUrl() });
+    await eventTransaction.connect();
+    const deliveryId = randomUUID();
+    try {
+      await eventTransaction.query({ text: 'BEGIN' });
+      const eventId = `evt_${randomUUID()}`;
+      await eventTransaction.query({
+        text: `INSERT INTO webhook_event (id, type, body) VALUES ($1, 'funding.approved', '{}')`,
+        values: [eventId],
+      });
+      await eventTransaction.query({
+        text: `INSERT INTO webhook_delivery (id, event_id, endpoint_id, status, next_attempt_at)
+               VALUES ($1::uuid, $2, $3::uuid, 'PENDING', now())`,
+        values: [deliveryId, eventId, id],
+      });
+      const store = createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
+      expect(await store.deleteEndpoint(id, 'ops')).toBe(true);
+      await eventTransaction.query({ text: 'COMMIT' });
+    } finally {
+      await eventTransaction.end();
+    }
+    const status = async () =>
+      (await stack.database.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId } })).status;
+    expect(await status()).toBe('PENDING');
+    // Before: the claim never takes a deleted endpoint's delivery and a redelivery is refused; PENDING for good.
+    await kit.deliverer.deliverFor({
+      roundMs: 50,
+      pollIntervalMs: 50,
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+      heartbeat: () => undefined,
+    });
+    expect(await status()).toBe('FAILED');
+  });
+
   it('counts an endpoint’s dead letters up to HEALTH_COUNT_LIMIT and says "more than" past it: a push reads no more, however many there are and whatever the planner’s costs', async () => {
     const store = createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
     const { endpoint: down } = await store.createEndpoint(
