@@ -327,6 +327,7 @@ export function createApp(deps: AppDependencies): express.Express {
         ...clock,
       }),
       fingerprintKey: services.fingerprintKey,
+      ...(hardening.now ? { now: hardening.now } : {}),
     });
     const opsGate = express.Router();
     opsGate.use(auditOpsWrites(opsAudit));

@@ -3,7 +3,9 @@
 // digests in constant time, every one of them, so the time taken says nothing of which matched.
 // Wrong keys are guesses and are limited per client address (IPv6 by its /64), counted in
 // PostgreSQL (access/attempt-limits.ts) so that every API process and both doors count against
-// one limit; past it that address's wrong keys are refused with the wait left. A valid key never
+// one limit; past it that address's wrong keys are refused with the wait left. The same wrong key
+// sent again within a minute guesses nothing new: a client left with a rotated-out key, or one
+// trying every route with a key it knows is wrong, is answered 401 each time, not counted again. A valid key never
 // touches the count and is never locked out (one client behind a shared proxy or carrier NAT must
 // not lock out ops). A console session signed in with a key keeps the key's fingerprint (an HMAC
 // under the fingerprint key, the same in every process), by which the guard finds the key again.
@@ -19,6 +21,8 @@ export interface OpsKeyGuardOptions {
   wrongKeys: AttemptLimiter;
   /** IDEMPOTENCY_FINGERPRINT_KEY: what a key's fingerprint is keyed with (the same in every process). */
   fingerprintKey: Buffer;
+  /** Tests: this process's clock, for how long it remembers a wrong key it counted (default: Date.now). */
+  now?: () => number;
 }
 
 export type KeyCheck = { kind: 'accepted'; key: OpsKey } | { kind: 'wrong' } | { kind: 'limited'; waitMs: number };
@@ -34,31 +38,60 @@ export interface OpsKeyGuard {
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
+/** How long a wrong key counted from an address is not counted again from it (the limit's window). */
+const REPEAT_WINDOW_MS = 60_000;
+/** Wrong keys remembered at once, at most (the oldest forgotten first: such a key is counted again, no more). */
+const MAX_REMEMBERED_WRONG_KEYS = 10_000;
+
 export function createOpsKeyGuard(options: OpsKeyGuardOptions): OpsKeyGuard {
   // Comparing fixed-length digests keeps the comparison constant-time whatever the lengths.
   const keys = parseOpsKeys(options.keys).map((key) => ({ key, digest: digest(key.key) }));
   const fingerprintOf = (key: OpsKey) =>
     createHmac('sha256', options.fingerprintKey).update(`console-session-key\0${key.key}`, 'utf8').digest('hex');
   const byFingerprint = new Map(keys.map(({ key }) => [fingerprintOf(key), key]));
+  const now = options.now ?? Date.now;
+  /** `address digest` of each wrong key counted lately → until when it is not counted again; oldest first. */
+  const counted = new Map<string, number>();
+  const countedLately = (seen: string, at: number): boolean => {
+    const until = counted.get(seen);
+    if (until === undefined) return false;
+    if (until > at) return true;
+    counted.delete(seen);
+    return false;
+  };
+  const rememberCounted = (seen: string, at: number): void => {
+    counted.delete(seen);
+    counted.set(seen, at + REPEAT_WINDOW_MS);
+    for (const oldest of counted.keys()) {
+      if (counted.size <= MAX_REMEMBERED_WRONG_KEYS) break;
+      counted.delete(oldest);
+    }
+  };
 
   return {
     async check(ip, presented) {
       const address = rateKeyOf(ip);
       let accepted: OpsKey | undefined;
+      let presentedDigest: Buffer | undefined;
       if (presented !== undefined) {
-        const presentedDigest = digest(presented);
+        presentedDigest = digest(presented);
         // Every key is compared, so the time taken does not say which one matched.
         for (const candidate of keys)
           if (timingSafeEqual(presentedDigest, candidate.digest) && !accepted) accepted = candidate.key;
       }
       if (accepted) return { kind: 'accepted', key: accepted };
-      if (presented === undefined) {
-        // No key guesses nothing: not counted, and refused for a wait only if this process knows of one.
+      const at = now();
+      const seen = presentedDigest ? `${address} ${presentedDigest.toString('hex')}` : undefined;
+      if (seen === undefined || countedLately(seen, at)) {
+        // No key, or the same wrong key again, guesses nothing new: not counted, and refused for a wait only if this
+        // process knows of one.
         const waitMs = options.wrongKeys.knownBlockedForMs(address);
         return waitMs > 0 ? { kind: 'limited', waitMs } : { kind: 'wrong' };
       }
       const verdict = await options.wrongKeys.take(address);
-      return verdict.allowed ? { kind: 'wrong' } : { kind: 'limited', waitMs: verdict.retryAfterSeconds * 1000 };
+      if (!verdict.allowed) return { kind: 'limited', waitMs: verdict.retryAfterSeconds * 1000 };
+      rememberCounted(seen, at);
+      return { kind: 'wrong' };
     },
     fingerprintOf,
     keyOfFingerprint: (fingerprint) => byFingerprint.get(fingerprint),

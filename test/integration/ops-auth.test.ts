@@ -46,6 +46,7 @@ beforeAll(async () => {
       keys: [key, 'second-key-'.repeat(4), `reader:read:${readerKey}`, `payer:pay+read:${payerKey}`],
       wrongKeys: wrongKeys(),
       fingerprintKey: randomBytes(32),
+      now: () => clock,
     }),
   );
   const router = strictRouter();
@@ -159,6 +160,21 @@ describe('ops API authentication', () => {
     expect((await ping(guesser, 'Bearer wrong-after')).status).toBe(401);
   });
 
+  it('counts one wrong key sent again and again as one guess: a client with a stale key, or one trying every route with it, gets 401 each time; new guesses are still counted', async () => {
+    clock = Math.ceil(clock / MINUTE) * MINUTE + MINUTE;
+    const stale = '198.51.100.6';
+    // Before: the sixth request with the same wrong key answered 429, as a sixth guess would.
+    for (let i = 0; i < 30; i += 1) expect((await ping(stale, 'Bearer rotated-out-key')).status, String(i)).toBe(401);
+    expect((await ping(stale, `Bearer ${key}`)).status).toBe(200);
+    // Four new wrong keys: five guesses in the minute, the limit; the next new one is refused.
+    for (let i = 0; i < 4; i += 1) expect((await ping(stale, `Bearer guess-${i}`)).status).toBe(401);
+    const limited = await ping(stale, 'Bearer guess-4');
+    expect(limited.status).toBe(429);
+    // Limited, the address's wrong keys wait, the one it repeated too.
+    expect((await ping(stale, 'Bearer rotated-out-key')).status).toBe(429);
+    clock += 2 * MINUTE;
+  });
+
   it('counts IPv6 guesses by their /64: rotating through one subscriber’s addresses does not reset the limit', async () => {
     for (let i = 0; i < 5; i += 1) expect((await ping(`2001:db8:1:2::${i + 1}`, `Bearer wrong-${i}`)).status).toBe(401);
     expect((await ping('2001:db8:1:2:ffff:ffff:ffff:ffff', 'Bearer wrong')).status).toBe(429);
@@ -178,7 +194,11 @@ describe('ops API authentication', () => {
       for (let index = 0; index < 300; index += 1) {
         for (const expected of [401, 429]) {
           const response = await fetch(url, {
-            headers: { 'x-forwarded-for': `2001:db8:${index.toString(16)}::1`, authorization: 'Bearer wrong-key' },
+            // Two guesses: a wrong key sent again is not a new one.
+            headers: {
+              'x-forwarded-for': `2001:db8:${index.toString(16)}::1`,
+              authorization: `Bearer wrong-${expected}`,
+            },
           });
           expect(response.status).toBe(expected);
           await response.arrayBuffer();
@@ -187,7 +207,7 @@ describe('ops API authentication', () => {
       expect(limiter.remembered()).toBeLessThanOrEqual(100);
       // Forgotten here, still counted: the first /64's next wrong key is refused by the database.
       const again = await fetch(url, {
-        headers: { 'x-forwarded-for': '2001:db8:0::1', authorization: 'Bearer wrong-key' },
+        headers: { 'x-forwarded-for': '2001:db8:0::1', authorization: 'Bearer wrong-again' },
       });
       await again.arrayBuffer();
       expect(again.status).toBe(429);
