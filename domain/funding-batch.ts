@@ -159,9 +159,12 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
   /**
    * Whether the current row's reference is an earlier row's (then named as a problem of this row), else it is recorded
    * as this row's: a bad row's reference too, so a good row repeating it is named in the same answer, not in the one
-   * after the bad row is mended.
+   * after the bad row is mended. Only a reference that is one (batchReferencePattern): a blank or a filler line's
+   * first cell is no reference to repeat, and a reference is at most 64 characters (what the upload budget charges
+   * each row for).
    */
   const repeats = (reference: string): boolean => {
+    if (!batchReferencePattern.test(reference)) return false;
     const first = seen.get(reference);
     if (first === undefined) {
       seen.set(reference, row);

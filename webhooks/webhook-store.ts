@@ -222,7 +222,8 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * Deletes an endpoint, recording who did (the ops key's name): no new delivery, and its pending ones end FAILED, a
      * chunk at a time in statements of their own (an endpoint down for a day has hundreds of thousands: one
      * transaction of them outlived its time-out, and every DELETE was refused). Deleted first, it gets no attempt
-     * meanwhile (the deliverer claims none of a deleted endpoint's); a delete cut off midway is finished by the next.
+     * meanwhile (the deliverer claims none of a deleted endpoint's); a delete cut off midway is finished by the next,
+     * or by the deliverer's next round (failPendingOfDeleted), after which a DELETE finds nothing (404).
      * False when there was no endpoint, or only a deleted one with nothing left to fail.
      */
     async deleteEndpoint(id: string, deletedBy?: string): Promise<boolean> {

@@ -77,14 +77,14 @@ function redirectUriProblems(redirectUri: string, publicUrl: string | undefined)
       ];
 }
 
-/**
- * In production, weak settings that are fine for development stop start-up: ops keys shorter than
- * 32 bytes, the sandbox's credentials or loopback wallet URLs, no session allowlist, no HTTPS
- * public URL (the web session cookie must be Secure).
- */
 /** How long a webhook delivery is retried, at least, in production (contract-decisions section 13). */
 const WEBHOOK_RETRY_AT_LEAST_MS = 86_400_000;
 
+/**
+ * In production, weak settings that are fine for development stop start-up: ops keys shorter than
+ * 32 bytes, the sandbox's credentials or loopback wallet URLs, no session allowlist, no HTTPS
+ * public URL (the web session cookie must be Secure), webhooks retried for less than 24 hours.
+ */
 export function productionProblems(config: AppConfig): string[] {
   if (config.nodeEnv !== 'production') return [];
   const problems: string[] = [];

@@ -244,6 +244,9 @@ describe('the webhooks the console’s home says are failing', () => {
   it('ends FAILED a delivery an event wrote for an endpoint while it was deleted, committed after the DELETE, at the deliverer’s next round', async () => {
     const kit = deliveryKit();
     const id = await kit.endpoint('https://partner.example/going-away');
+    // A live endpoint's delivery, not due for an hour: left as it is.
+    const live = await kit.endpoint('https://partner.example/staying');
+    const [liveDelivery] = await dueDeliveries(live, 1, new Date(Date.now() + 3_600_000));
     // An event's transaction (a batch's cancel writes its items' events for minutes) reads the endpoint while it is
     // live and writes its delivery; meanwhile the endpoint is deleted, and the DELETE fails what it can see.
     const eventTransaction = new pg.Client({ connectionString: testDatabaseUrl() });
@@ -278,6 +281,10 @@ describe('the webhooks the console’s home says are failing', () => {
       heartbeat: () => undefined,
     });
     expect(await status()).toBe('FAILED');
+    expect(await stack.database.webhookDelivery.findUniqueOrThrow({ where: { id: liveDelivery! } })).toMatchObject({
+      status: 'PENDING',
+      attempts: 0,
+    });
   });
 
   it('counts an endpoint’s dead letters up to HEALTH_COUNT_LIMIT and says "more than" past it: a push reads no more, however many there are and whatever the planner’s costs', async () => {

@@ -210,6 +210,13 @@ describe('loadConfig', () => {
     });
     expect(() => loadConfig({ FUNDING_MIN: '-1' })).toThrow(/FUNDING_MIN/);
     expect(productionProblems(loadConfig({ OPS_API_KEYS: 'short' }))).toEqual([]);
+    // Section 13's 24 hours, to the millisecond.
+    const retryProblems = (value: string) =>
+      productionProblems(loadConfig({ ...strongProduction, WEBHOOK_RETRY_FOR_MS: value })).map(
+        (problem) => problem.split(':')[0],
+      );
+    expect(retryProblems('86399999')).toEqual(['WEBHOOK_RETRY_FOR_MS']);
+    expect(retryProblems('86400000')).toEqual([]);
   });
 
   it.each([

@@ -75,6 +75,17 @@ describe('a batch’s items', () => {
       [4, 'ok', 'reference', 'DUPLICATE_REFERENCE'],
     ]);
     expect(check).toMatchObject({ ok: false, errorCount: 4 });
+    // What is no reference (blank, or too long) is not recorded: each such row is named once, for itself.
+    const blanks = checkBatchItems([item('', 'x'), item('', 'x'), item('r'.repeat(65)), item('r'.repeat(65))]);
+    expect(blanks).toMatchObject({ ok: false });
+    expect(!blanks.ok && blanks.errors.map((error) => [error.row, error.field, error.code])).toEqual([
+      [1, 'reference', 'INVALID'],
+      [1, 'amount.value', 'INVALID'],
+      [2, 'reference', 'INVALID'],
+      [2, 'amount.value', 'INVALID'],
+      [3, 'reference', 'INVALID'],
+      [4, 'reference', 'INVALID'],
+    ]);
   });
 
   it('list at most 1000 errors but count them all', () => {
