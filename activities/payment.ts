@@ -8,7 +8,14 @@ import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain
 import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus } from '../domain/payment.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { PaymentFence, PaymentRecord } from '../payments/payment-record.ts';
-import { CallNotSent, isConflictOf, isWalletError, retryDelayOf, type WalletClient } from '../wallet/index.ts';
+import {
+  CallNotSent,
+  isConflictOf,
+  isPaymentExecuteRefusal,
+  isWalletError,
+  retryDelayOf,
+  type WalletClient,
+} from '../wallet/index.ts';
 import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
 import { refreshBusyRetry, walletRetry } from './wallet-retry.ts';
@@ -250,7 +257,9 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         // Proof of an execute that took effect only as the wallet's 409 (contract section 5): the code in a 5xx's body
         // is no answer of the wallet's, and the outcome stays unknown.
         if (isConflictOf(error, 'PAYMENT_ALREADY_EXECUTED')) return { kind: 'already-executed', attempt };
-        if (error.outcome === 'rejected') return { kind: 'failed', code: error.code, attempt };
+        // A refusal only as the service gives it (its status and code): another 4xx may follow a debit.
+        if (error.outcome === 'rejected' && isPaymentExecuteRefusal(error))
+          return { kind: 'failed', code: error.code, attempt };
         if (error.outcome === 'retryable') {
           const retryAfterMs = retryDelayOf(error);
           return { kind: 'not-sent', attempt, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };

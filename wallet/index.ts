@@ -15,7 +15,7 @@ export {
   transportCodes,
 } from './errors.ts';
 export type { WalletOperation, WalletService } from './operations.ts';
-export { isConflictOf, outcomeOf, outcomeTable } from './outcome.ts';
+export { isConflictOf, isPaymentExecuteRefusal, outcomeOf, outcomeTable } from './outcome.ts';
 export type { ConflictCode, FailureCondition, WalletOutcome } from './outcome.ts';
 export type { WalletResult } from './transport.ts';
 export type { UserTokens } from './connect.ts';

@@ -61,6 +61,22 @@ export function isConflictOf(answer: { httpStatus: number | null; code: string }
   return answer.httpStatus === 409 && answer.code === code;
 }
 
+/**
+ * The op service's refusals of a payment's execute (contract section 5: its statuses and codes), each its word that
+ * nothing was debited. Any other 4xx (a gateway's page, a code under a status the service never gives it) is no answer
+ * of the service's, and may follow a debit: the outcome is unknown.
+ */
+const paymentExecuteRefusals: ReadonlyMap<string, number> = new Map([
+  ['VALIDATION_ERROR', 400],
+  ['INSUFFICIENT_BALANCE', 400],
+  ['PAYMENT_NOT_FOUND', 404],
+  ['USER_TOKEN_INVALID', 401],
+]);
+
+export function isPaymentExecuteRefusal(answer: { httpStatus: number | null; code: string }): boolean {
+  return answer.httpStatus !== null && paymentExecuteRefusals.get(answer.code) === answer.httpStatus;
+}
+
 /** Classifies a non-2xx answer. 5xx wins over any code in its body: the service failed. */
 export function conditionOfStatus(httpStatus: number, code: string): FailureCondition {
   if (httpStatus === 429) return 'rate-limited';

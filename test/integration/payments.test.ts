@@ -122,6 +122,38 @@ describe('payments', () => {
     expect((await stack.admin.user(user.userId)).balance).toBe('80.00');
   });
 
+  it.each([
+    ['a page under 400 (a gateway’s, no service body)', { status: 400 }],
+    ['INSUFFICIENT_BALANCE under 409, not the service’s 400', { status: 409, code: 'INSUFFICIENT_BALANCE' }],
+  ])(
+    'an execute that took effect, answered %s, is no refusal: the outcome stays unknown, and the next execute’s 409 proves it executed once',
+    async (_answer, answer) => {
+      const { user, linkId } = await linkedUser('100.00');
+      await stack.admin.setFaults([
+        { endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1, ...answer },
+      ]);
+      const started = await postPayment({ linkId, amount: { currency: 'PHP', value: '20.00' } });
+      try {
+        const deadline = Date.now() + 20_000;
+        while (
+          !(await stack.admin.ledger()).payments.some(
+            (payment) => payment.userId === user.userId && payment.executions === 1,
+          )
+        ) {
+          if (Date.now() > deadline) throw new Error('the first execute never took effect');
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const settled = await waitFor(started.body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'], 60_000);
+      // Before: FAILED at the first answer (a 4xx read as the wallet's refusal), though the wallet had debited 20.00.
+      expect(settled.status).toBe('SUCCEEDED');
+      expect((await ledgerPayment(settled.paymentId))?.executions).toBe(1);
+      expect((await stack.admin.user(user.userId)).balance).toBe('80.00');
+    },
+  );
+
   it('an execute answered 5xx whose body says PAYMENT_ALREADY_EXECUTED is no proof: the outcome stays unknown, and the payment succeeds only once the wallet executed it', async () => {
     const { user, linkId } = await linkedUser('100.00');
     const since = new Date();
