@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { actorOf } from '../../api/http/actor.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opsAuth } from '../../api/ops/ops-auth.ts';
+import { createOpsKeyGuard } from '../../api/ops/ops-key-guard.ts';
 import { routesOn, strictRouter } from '../../api/http/route-registration.ts';
 import { defineRoute } from '../../api/http/route-spec.ts';
 import { createAttemptLimiter, type AttemptLimiterOptions } from '../../access/attempt-limits.ts';
@@ -172,6 +173,38 @@ describe('ops API authentication', () => {
     expect(limited.status).toBe(429);
     // Limited, the address's wrong keys wait, the one it repeated too.
     expect((await ping(stale, 'Bearer rotated-out-key')).status).toBe(429);
+    clock += 2 * MINUTE;
+    // Thirty requests with one wrong key at the same moment (a check of every route at once): one count between them.
+    const guard = createOpsKeyGuard({
+      keys: [key],
+      wrongKeys: wrongKeys(),
+      fingerprintKey: randomBytes(32),
+      now: () => clock,
+    });
+    const atOnce = await Promise.all(
+      Array.from({ length: 30 }, () => guard.check('198.51.100.7', 'one-wrong-key-everywhere')),
+    );
+    expect(atOnce).toEqual(Array.from({ length: 30 }, () => ({ kind: 'wrong' })));
+    for (let i = 0; i < 4; i += 1) expect(await guard.check('198.51.100.7', `next-${i}`)).toEqual({ kind: 'wrong' });
+    expect(await guard.check('198.51.100.7', 'next-4')).toMatchObject({ kind: 'limited' });
+    clock += 2 * MINUTE;
+  });
+
+  it('remembers at most maxRememberedWrongKeys wrong keys it counted, forgetting expired ones first', async () => {
+    const guard = createOpsKeyGuard({
+      keys: [key],
+      wrongKeys: wrongKeys({ limit: 1000 }),
+      fingerprintKey: randomBytes(32),
+      now: () => clock,
+      maxRememberedWrongKeys: 100,
+    });
+    for (let index = 0; index < 300; index += 1)
+      expect(await guard.check(`2001:db8:${index.toString(16)}::1`, `wrong-${index}`)).toEqual({ kind: 'wrong' });
+    expect(guard.rememberedWrongKeys()).toBe(100);
+    // A minute on, the next one counted finds every earlier one expired: they go.
+    clock += MINUTE + 1;
+    expect(await guard.check('2001:db8:ffff::1', 'wrong-after')).toEqual({ kind: 'wrong' });
+    expect(guard.rememberedWrongKeys()).toBe(1);
     clock += 2 * MINUTE;
   });
 
