@@ -89,6 +89,8 @@ export type BatchCheck =
  * `at` and iteration give each as a BatchItem.
  */
 export class CheckedBatchItems implements Iterable<BatchItem> {
+  /** Each item's row: its index + 1 in a batch with no bad row; a bad batch's good rows skip the bad ones. */
+  private readonly rows: number[] = [];
   private readonly references: string[] = [];
   /** The CODE or the TOKEN's link id. */
   private readonly recipients: string[] = [];
@@ -103,7 +105,8 @@ export class CheckedBatchItems implements Iterable<BatchItem> {
     return this.references.length;
   }
 
-  push(item: { reference: string; recipient: BatchItemRequest['recipient']; money: Money }): void {
+  push(item: { row: number; reference: string; recipient: BatchItemRequest['recipient']; money: Money }): void {
+    this.rows.push(item.row);
     this.references.push(item.reference);
     this.recipients.push(item.recipient.type === 'CODE' ? item.recipient.code : item.recipient.linkId);
     this.tokens.push(item.recipient.type === 'TOKEN');
@@ -116,7 +119,7 @@ export class CheckedBatchItems implements Iterable<BatchItem> {
     const recipient: BatchItemRequest['recipient'] = this.tokens[index]
       ? { type: 'TOKEN', linkId: this.recipients[index]! }
       : { type: 'CODE', code: this.recipients[index]! };
-    return { row: index + 1, reference: this.references[index]!, recipient, amount: amountOf(money), money };
+    return { row: this.rows[index]!, reference: this.references[index]!, recipient, amount: amountOf(money), money };
   }
 
   *[Symbol.iterator](): Iterator<BatchItem> {
@@ -142,8 +145,8 @@ function boundedRowError(error: BatchRowError): BatchRowError {
  * Checks items one at a time, as they are read: its shape, a reference unique within the batch,
  * the accepted currency (acceptedCurrency: the batch's total is held on one source), and the per-item bounds
  * when given. Every problem of every row is counted, the first MAX_LISTED_ROW_ERRORS listed in row
- * order; a good item is kept in the compact form only while no row is bad (a batch with a bad
- * row stores nothing, so its good rows need not be kept).
+ * order; every good item is kept in the compact form, a bad batch's too (its good rows' recipients are checked
+ * after the reading: `goodItems`).
  */
 export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
   const errors: BatchRowError[] = [];
@@ -243,15 +246,16 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
         });
         return;
       }
-      if (errorCount > 0) return;
+      // Kept even once a row is bad: the good rows' recipients are checked too (their links, the source's rule), so
+      // that one answer names every bad row; nothing of a bad batch is stored.
       items ??= new CheckedBatchItems(money.currency);
-      items.push({ reference: item.reference, recipient: item.recipient, money });
+      items.push({ row, reference: item.reference, recipient: item.recipient, money });
     },
     /** Every item checked: the items and their total, or every problem. */
     result():
       | { ok: true; items: CheckedBatchItems; total: Money }
-      | { ok: false; errors: BatchRowError[]; errorCount: number } {
-      if (errorCount > 0) return { ok: false, errors, errorCount };
+      | { ok: false; errors: BatchRowError[]; errorCount: number; goodItems?: CheckedBatchItems } {
+      if (errorCount > 0) return { ok: false, errors, errorCount, ...(items ? { goodItems: items } : {}) };
       if (!items)
         return {
           ok: false,
@@ -263,6 +267,24 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
       return { ok: true, items, total: { currency: items.currency, thousandths: items.total } };
     },
   };
+}
+
+/**
+ * Two checks' problems of one batch as one answer: every problem counted, the first MAX_LISTED_ROW_ERRORS of both in
+ * row order. Where `first` listed fewer than it counted, none of `then` past its last listed row is listed: a problem
+ * of `first` it did not list may come before it.
+ */
+export function mergeRowProblems(
+  first: { errors: readonly BatchRowError[]; errorCount: number },
+  then: { errors: readonly BatchRowError[]; errorCount: number },
+): { errors: BatchRowError[]; errorCount: number } {
+  const cut = first.errors.length < first.errorCount ? (first.errors.at(-1)?.row ?? 0) : Infinity;
+  const errors = [...first.errors, ...then.errors.filter((error) => error.row <= cut)]
+    .map((error, order) => ({ error, order }))
+    .sort((a, b) => a.error.row - b.error.row || a.order - b.order)
+    .slice(0, MAX_LISTED_ROW_ERRORS)
+    .map(({ error }) => error);
+  return { errors, errorCount: first.errorCount + then.errorCount };
 }
 
 /**

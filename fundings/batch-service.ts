@@ -15,6 +15,8 @@ import {
   type BatchRowError,
   type BatchState,
   type BatchView,
+  type CheckedBatchItems,
+  mergeRowProblems,
 } from '../domain/funding-batch.ts';
 import type { FundingRefusalCode, FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric } from '../domain/money.ts';
@@ -227,15 +229,37 @@ export function createBatchService(deps: BatchServiceDependencies) {
       share,
       deps.limits ? { bounds: { min: deps.limits.min, max: deps.limits.max } } : {},
     );
-    if (!read.ok) return read;
+    if (!read.ok) {
+      // Rows bad in themselves: the good ones' recipients are checked too, so that one answer names every bad row.
+      if (read.kind !== 'invalid' || !read.goodItems) return read;
+      const later = await recipientProblems(read.goodItems, read.source, share, mayPayOthersBalance);
+      if (!later) return { ok: false, kind: 'over-budget' };
+      return { ok: false, kind: 'invalid', ...mergeRowProblems(read, later) };
+    }
+    const problems = await recipientProblems(read.items, read.source, share, mayPayOthersBalance);
+    if (!problems) return { ok: false, kind: 'over-budget' };
+    if (problems.errorCount > 0) return { ok: false, kind: 'invalid', ...problems };
+    return read;
+  }
+
+  /**
+   * What is wrong with the recipients of rows good in themselves: a TOKEN names no link, or a user's balance would pay
+   * another's wallet. Null: the upload budget cannot hold the lookup.
+   */
+  async function recipientProblems(
+    items: CheckedBatchItems,
+    batchSource: FundingSource | undefined,
+    share: ReturnType<UploadBudget['open']>,
+    mayPayOthersBalance: boolean,
+  ): Promise<{ errors: BatchRowError[]; errorCount: number } | null> {
     // A TOKEN recipient names a link that exists; a user's balance pays only that user's own wallets. The lookup's
     // own memory (each link id, the list of them, what was found) is the upload's too: charged as it grows.
     const linkIds = new Set<string>();
-    for (const item of read.items) {
+    for (const item of items) {
       if (item.recipient.type !== 'TOKEN') continue;
       const linkId = item.recipient.linkId.toLowerCase();
       if (linkIds.has(linkId)) continue;
-      if (!share.take(LINK_LOOKUP_BYTES_PER_LINK)) return { ok: false, kind: 'over-budget' };
+      if (!share.take(LINK_LOOKUP_BYTES_PER_LINK)) return null;
       linkIds.add(linkId);
     }
     const links = new Map<string, string | null>();
@@ -247,10 +271,9 @@ export function createBatchService(deps: BatchServiceDependencies) {
       });
       for (const link of found) links.set(link.id, ownerOfLink(link));
     }
-    const batchSource = read.source;
     const errors: BatchRowError[] = [];
     let errorCount = 0;
-    for (const item of read.items) {
+    for (const item of items) {
       let problem: BatchRowError | null = null;
       if (item.recipient.type === 'TOKEN' && !links.has(item.recipient.linkId.toLowerCase())) {
         problem = {
@@ -279,8 +302,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
         if (errors.length < 1000) errors.push(problem);
       }
     }
-    if (errorCount > 0) return { ok: false, kind: 'invalid', errors, errorCount };
-    return read;
+    return { errors, errorCount };
   }
 
   async function createChecked(

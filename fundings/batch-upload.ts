@@ -37,8 +37,9 @@ export const BATCH_BODY_LIMIT = 32 * 1024 * 1024;
  * What one item read costs the upload budget: its compact form (CheckedBatchItems: a reference, a
  * recipient and an amount in columns) and its place in the duplicate-reference map, measured at
  * about 100 bytes of heap an item for 100,000 items of 12-character references; with room for
- * longer references and TOKEN recipients. Charged for every item read, a good one or not: after a
- * bad row nothing is kept, but each reference still goes into the map (duplicates are reported).
+ * longer references and TOKEN recipients, and its row. Charged for every item read, a good one or not: a good one is
+ * kept after a bad row too (its recipient is checked after the reading), and a bad one's reference goes into the map
+ * (duplicates are reported).
  */
 export const UPLOAD_BYTES_PER_ITEM = 256;
 
@@ -57,8 +58,18 @@ export type BatchUploadForm =
 
 export type BatchUploadRead =
   | { ok: true; name: string; source: FundingSource | undefined; items: CheckedBatchItems; total: Money }
-  /** 422 BATCH_INVALID: what is wrong with which rows (row 0: the request or the file itself). */
-  | { ok: false; kind: 'invalid'; errors: BatchRowError[]; errorCount: number }
+  /**
+   * 422 BATCH_INVALID: what is wrong with which rows (row 0: the request or the file itself); with the good rows and
+   * the source when every row was read and the frame is good, for the checks that follow the reading.
+   */
+  | {
+      ok: false;
+      kind: 'invalid';
+      errors: BatchRowError[];
+      errorCount: number;
+      goodItems?: CheckedBatchItems;
+      source?: FundingSource | undefined;
+    }
   /** 413: the body is longer than BATCH_BODY_LIMIT. */
   | { ok: false; kind: 'too-large'; maxBytes: number }
   /** 503: the upload budget cannot hold this upload now. */
@@ -224,7 +235,14 @@ export async function readBatchUpload(
     return { ok: false, kind: 'invalid', errors, errorCount: errors.length };
   }
   const result = checker.result();
-  if (!result.ok) return { ok: false, kind: 'invalid', errors: result.errors, errorCount: result.errorCount };
+  if (!result.ok)
+    return {
+      ok: false,
+      kind: 'invalid',
+      errors: result.errors,
+      errorCount: result.errorCount,
+      ...(result.goodItems ? { goodItems: result.goodItems, source: frame.data.source } : {}),
+    };
   return { ok: true, name: frame.data.name, source: frame.data.source, items: result.items, total: result.total };
 }
 

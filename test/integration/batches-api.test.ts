@@ -113,6 +113,47 @@ describe('funding batches', () => {
       [4, 'recipient.code', 'INVALID'],
       [5, 'amount.value', 'INVALID'],
     ]);
+    // A row bad in itself and a good one whose TOKEN names no link: both named in one answer, in row order (before: the
+    // unknown link was named only once the bad row was mended and the batch sent again).
+    const unknownLink = randomUUID();
+    const both = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: {
+        name: 'both kinds',
+        items: [
+          item('fine', '1234567'),
+          {
+            reference: 'nobody',
+            recipient: { type: 'TOKEN', linkId: unknownLink },
+            amount: { currency: 'PHP', value: '5.00' },
+          },
+          item('short', '123'),
+        ],
+      },
+    });
+    expect(both.status).toBe(422);
+    expect(both.json).toMatchObject({
+      code: 'BATCH_INVALID',
+      errorCount: 2,
+      errors: [
+        { row: 2, reference: 'nobody', field: 'recipient.linkId', code: 'LINK_NOT_FOUND' },
+        { row: 3, reference: 'short', field: 'recipient.code', code: 'INVALID' },
+      ],
+    });
+    const bothCsv = await send('/ops/funding-batches?name=both', {
+      method: 'POST',
+      key: randomUUID(),
+      csv: `reference,recipient_type,recipient,amount\nbad-amount,CODE,1234567,1.005\nnobody,TOKEN,${unknownLink},5.00\n`,
+    });
+    expect(bothCsv.json).toMatchObject({
+      code: 'BATCH_INVALID',
+      errorCount: 2,
+      errors: [
+        { row: 1, field: 'amount.value', code: 'INVALID' },
+        { row: 2, field: 'recipient.linkId', code: 'LINK_NOT_FOUND' },
+      ],
+    });
     // The CSV form: a wrong header is one problem on row 0; an empty name is the request's.
     const csv = await send('/ops/funding-batches?name=payroll', {
       method: 'POST',

@@ -9,6 +9,8 @@ import {
   createBatchFrameSchema,
   MAX_CSV_LINE,
   MAX_LISTED_ROW_ERRORS,
+  mergeRowProblems,
+  type BatchRowError,
   readBatchCsv,
 } from '../../domain/funding-batch.ts';
 
@@ -86,6 +88,37 @@ describe('a batch’s items', () => {
       [3, 'reference', 'INVALID'],
       [4, 'reference', 'INVALID'],
     ]);
+  });
+
+  it('merge two checks’ problems in row order, listing none of the second past what the first left unlisted', () => {
+    const problem = (row: number, code: 'INVALID' | 'LINK_NOT_FOUND'): BatchRowError => ({
+      row,
+      reference: `r${row}`,
+      field: 'x',
+      code,
+      message: code,
+    });
+    const first = { errors: [problem(1, 'INVALID'), problem(3, 'INVALID')], errorCount: 2 };
+    const then = { errors: [problem(2, 'LINK_NOT_FOUND'), problem(9, 'LINK_NOT_FOUND')], errorCount: 2 };
+    expect(mergeRowProblems(first, then).errors.map((error) => [error.row, error.code])).toEqual([
+      [1, 'INVALID'],
+      [2, 'LINK_NOT_FOUND'],
+      [3, 'INVALID'],
+      [9, 'LINK_NOT_FOUND'],
+    ]);
+    // The first listed rows 1 to 1000 of its 1500: the second's row 500 is listed, its row 2000 (after rows the first
+    // did not list) is not; every problem is counted.
+    const many = {
+      errors: Array.from({ length: 1000 }, (_, index) => problem(index + 1, 'INVALID')),
+      errorCount: 1500,
+    };
+    const merged = mergeRowProblems(many, {
+      errors: [problem(500, 'LINK_NOT_FOUND'), problem(2000, 'LINK_NOT_FOUND')],
+      errorCount: 2,
+    });
+    expect(merged.errorCount).toBe(1502);
+    expect(merged.errors).toHaveLength(MAX_LISTED_ROW_ERRORS);
+    expect(merged.errors.filter((error) => error.code === 'LINK_NOT_FOUND').map((error) => error.row)).toEqual([500]);
   });
 
   it('list at most 1000 errors but count them all', () => {
