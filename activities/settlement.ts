@@ -48,6 +48,27 @@ export interface SettlementActivityDependencies {
   retryPauseMs?: number;
 }
 
+/**
+ * Where a report of the day so far ends, on the clock `now` is read by (the database's; a test's own, shifted as much):
+ * an event is stamped by its transaction's start (the columns' default, CURRENT_TIMESTAMP, to the millisecond) and seen
+ * once that commits, so every event stamped before the start of the oldest transaction still open here, or before
+ * now when none is, is committed or never will be. A millisecond below it, as the stamps are rounded. Where a session
+ * of this database cannot be seen (another role's, without pg_read_all_stats), SETTLEMENT_GRACE_MS before now, as a
+ * whole day waits that long.
+ */
+async function daySoFarEnd(database: Database, now: number): Promise<number> {
+  const [row] = await database.$queryRaw<Array<{ at: Date; until: Date; unseen: number }>>`
+    WITH open AS (
+      SELECT xact_start, query FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid()
+        AND (backend_type IS NULL OR backend_type = 'client backend'))
+    SELECT now() AS at,
+           date_trunc('milliseconds', LEAST(now(), (SELECT min(xact_start) FROM open))) - interval '1 millisecond' AS until,
+           (SELECT count(*)::int FROM open WHERE query = '<insufficient privilege>') AS unseen`;
+  if (!row || row.unseen > 0) return now - SETTLEMENT_GRACE_MS;
+  return now - (row.at.getTime() - row.until.getTime());
+}
+
 /** The failure type of a run's begin while its day is within SETTLEMENT_GRACE_MS of its end (retried at its end). */
 const DAY_NOT_OVER = 'SettlementDayNotOver';
 
@@ -244,17 +265,17 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           nextRetryDelay: whole - now + 250,
         });
       // Begun reading after the day and its grace: the whole day, however early the run was asked for. Else a report of
-      // the day so far, of the events stamped up to SETTLEMENT_GRACE_MS before now, as a whole day waits that long past
-      // its end: an event is stamped when its transaction writes it and seen when that commits, so an approval stamped
-      // a moment before now may not be seen yet, and a report that claimed the time up to now would leave it out while
-      // saying it covered it. It says up to when, and reads no further whatever its pages reach (an approval made after
-      // that is in none of its pages, not in some). An attempt tried again after its begin committed keeps the instant
-      // its counts were taken at.
+      // the day so far, up to the instant before which every event is committed or never will be (daySoFarEnd): an
+      // approval made a moment ago is in it, one still being committed is after that instant. It says up to when, and
+      // reads no further whatever its pages reach (an approval made after that is in none of its pages, not in some).
+      // An attempt tried again after its begin committed keeps the instant its counts were taken at.
       const wholeDay = now >= whole;
       const readUntil = wholeDay
         ? null
         : (run.readUntil ??
-          new Date(Math.max(now - SETTLEMENT_GRACE_MS, settlementDay(run.date, run.timeZone).startsAt.getTime())));
+          new Date(
+            Math.max(await daySoFarEnd(database, now), settlementDay(run.date, run.timeZone).startsAt.getTime()),
+          ));
       const day = settlementWindowOf({ ...run, readUntil });
       const [fundings, payments] = await Promise.all([
         countFundingsApprovedOn(database, day),

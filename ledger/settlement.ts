@@ -266,10 +266,11 @@ export function lastWholeDay(at: Date, timeZone: string): string {
 }
 
 /**
- * How long after a day's end its run waits before it reads the day: an event is stamped by the clock of the process
- * that writes it and becomes visible when its transaction commits, up to a transaction's time-out later (5 s by
- * default), and the processes' clocks differ a little. A run that began reading at midnight could page past an
- * approval stamped 23:59:59.9 that commits a moment later.
+ * How long after a day's end its run waits before it reads the day: an event is stamped by its transaction's start
+ * (the database's clock) and becomes visible when that transaction commits, up to a transaction's time-out later (5 s
+ * by default). A run that began reading at midnight could page past an approval stamped 23:59:59.9 that commits a
+ * moment later. A report of the day so far ends where no open transaction can still commit (activities/settlement.ts,
+ * daySoFarEnd), this long before its begin only where it cannot see every session.
  */
 export const SETTLEMENT_GRACE_MS = 120_000;
 

@@ -13,6 +13,7 @@ import { createSettlementActivities } from '../../activities/settlement.ts';
 import { createSettlementService } from '../../api/ops/settlement-service.ts';
 import { dayEndsAt, SETTLEMENT_GRACE_MS } from '../../ledger/settlement.ts';
 import { createSettlementRuns, type SettlementRun } from '../../ledger/settlement-runs.ts';
+import { createDatabase } from '../../lib/database.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
@@ -727,7 +728,7 @@ describe('a day settled by a durable run', () => {
     expect((await call('/ops/settlements/2026-02-30/runs', { method: 'POST' })).status).toBe(400);
   });
 
-  it('settles the day so far up to a stated instant: what was stamped before its begin, less the grace, however long it reads', async () => {
+  it('settles the day so far up to a stated instant: what was stamped before its begin, however long it reads', async () => {
     // Found by a read: a report of the day so far read up to the day's end whatever its pages reached, and said
     // "settled at" its finish: an approval a page had passed before it committed was in no report, and one made after
     // the funding side was read was missing from a report that claimed a later time.
@@ -743,9 +744,12 @@ describe('a day settled by a durable run', () => {
     const report = await settlements.page(settled.run, null, 1000);
     expect(report).toMatchObject({
       complete: false,
-      readUntil: new Date(begun - SETTLEMENT_GRACE_MS).toISOString(),
       fundings: { matched: 3, missing: 0, mismatched: 0, total: { count: 3 } },
     });
+    // Up to its begin: less only what a transaction open here as it began may still write (no grace of two minutes).
+    const readUntil = Date.parse(report.readUntil!);
+    expect(readUntil).toBeLessThan(begun);
+    expect(readUntil).toBeGreaterThan(begun - 30_000);
     expect(settled.run).toMatchObject({ total: 3, checked: 3 });
     const csv = settlements.csv(settled.run);
     const lines: string[] = [];
@@ -765,12 +769,16 @@ describe('a day settled by a durable run', () => {
     const [planted] = await stack.database.$queryRaw<Array<{ id: string }>>`
       SELECT f.id::text AS id FROM funding f JOIN funding_event ev ON ev.funding_id = f.id AND ev.status = 'APPROVED'
       WHERE ev.at >= ${new Date(`${day}T00:00:00+08:00`)} AND ev.at < ${new Date(begun)} LIMIT 1`;
-    // A funding approved 30 s before the run begins, in a transaction that commits only once the run has read the day.
+    // A funding approved just before the run begins, in a transaction that commits only once the run has read the day.
+    // Stamped as the database stamps it: at its transaction's start (the run's clock is the test's, shifted as much).
     const late = new pg.Client({ connectionString: testDatabaseUrl() });
     await late.connect();
     onTestFinished(() => late.end());
-    const stampedAt = new Date(begun - 30_000);
     await late.query({ text: 'BEGIN' });
+    const started = (await late.query<{ started: Date }>({ text: 'SELECT now() AS started' })).rows[0]!.started;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const [row] = await stack.database.$queryRaw<Array<{ beginsAt: Date }>>`SELECT now() AS "beginsAt"`;
+    const stampedAt = new Date(begun - (row!.beginsAt.getTime() - started.getTime()));
     const {
       rows: [copy],
     } = await late.query<{ id: string }>({
@@ -799,6 +807,48 @@ describe('a day settled by a durable run', () => {
     // Before: 3 in the report, 4 stamped before the instant it stated.
     expect(report.fundings.total.count).toBe(Number(counted!.stamped));
     expect(new Date(report.readUntil!).getTime()).toBeLessThanOrEqual(stampedAt.getTime());
+  });
+
+  it('ends a report of the day so far SETTLEMENT_GRACE_MS before its begin where it cannot see every session of its database (another role’s)', async () => {
+    const day = await freshDay();
+    await plant(day, 4);
+    const begun = Date.parse(`${day}T17:15:30+08:00`);
+    // A worker connecting as a role that cannot see the sessions of the others (no pg_read_all_stats): their open
+    // transactions, which may still commit an approval stamped before its begin, are not known to it.
+    const role = `walletflow_settle_${process.pid}`;
+    const password = randomUUID();
+    await stack.database.$executeRawUnsafe(`DROP ROLE IF EXISTS ${role}`);
+    await stack.database.$executeRawUnsafe(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+    await stack.database.$executeRawUnsafe(
+      `GRANT USAGE ON SCHEMA public TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA public TO ${role}`,
+    );
+    const url = new URL(testDatabaseUrl());
+    url.username = role;
+    url.password = password;
+    const limited = createDatabase(url.href, { maxConnections: 1 });
+    const other = new pg.Client({ connectionString: testDatabaseUrl() });
+    await other.connect();
+    try {
+      await other.query({ text: 'BEGIN' });
+      await other.query({ text: 'SELECT 1' });
+      const runs = createSettlementRuns(stack.database);
+      const started = await runs.start({ date: day, timeZone, wholeDay: false, requestedBy: 'settlement-runs.test' });
+      const activities = createSettlementActivities({
+        database: limited,
+        runs,
+        wallet: stack.wallet,
+        logger: createLogger({ level: 'silent' }),
+        now: () => begun,
+      });
+      expect(await activities.beginSettlementRun(started.run.id)).toEqual({ total: 3 });
+      const { running } = await runs.latest(day);
+      expect(running?.readUntil?.getTime()).toBe(begun - SETTLEMENT_GRACE_MS);
+    } finally {
+      await other.end();
+      await limited.$disconnect();
+      await stack.database.$executeRawUnsafe(`DROP OWNED BY ${role}`);
+      await stack.database.$executeRawUnsafe(`DROP ROLE ${role}`);
+    }
   });
 
   it('serves a day settled under another spelling of the same zone, never a run of its own', async () => {
