@@ -49,25 +49,32 @@ export interface SettlementActivityDependencies {
 }
 
 /**
- * Where a report of the day so far ends, on the clock `now` is read by (the database's; a test's own, shifted as much):
- * an event is stamped by its transaction's start (the columns' default, CURRENT_TIMESTAMP, to the millisecond) and seen
- * once that commits, so every event stamped before the start of the oldest transaction still open here, or before
- * now when none is, is committed or never will be. A millisecond below it, as the stamps are rounded. Where a session
- * of this database cannot be seen (another role's, without pg_read_all_stats), SETTLEMENT_GRACE_MS before now, as a
- * whole day waits that long.
+ * Where a report of the day so far ends, on the clock `now` is read by (the database's; a test's own, shifted as much).
+ * An approval or a payment's success is stamped by the database at its statement's start, never before its
+ * transaction's (funding_event.at, payment_event.at: statement_timestamp(), to the millisecond), and seen once that
+ * commits, so every event stamped before the start of the oldest transaction still open here, or before now when none
+ * is, is committed or never will be.
+ * DAY_SO_FAR_MARGIN_MS below it (a transaction's start is taken a moment before PostgreSQL shows it open), never more
+ * than SETTLEMENT_GRACE_MS before now (a transaction open that long writes no approval: the long ones are a batch's
+ * PENDING and FAILED items). Where a session of this database cannot be seen (another role's, without
+ * pg_read_all_stats), or does not report its activity, SETTLEMENT_GRACE_MS before now, as a whole day waits that long.
  */
 async function daySoFarEnd(database: Database, now: number): Promise<number> {
   const [row] = await database.$queryRaw<Array<{ at: Date; until: Date; unseen: number }>>`
     WITH open AS (
-      SELECT xact_start, query FROM pg_stat_activity
-      WHERE datname = current_database() AND pid <> pg_backend_pid()
+      SELECT xact_start, query, state FROM pg_stat_activity
+      WHERE datname = current_database() AND pid <> pg_backend_pid() AND usesysid IS NOT NULL
         AND (backend_type IS NULL OR backend_type = 'client backend'))
     SELECT now() AS at,
-           date_trunc('milliseconds', LEAST(now(), (SELECT min(xact_start) FROM open))) - interval '1 millisecond' AS until,
-           (SELECT count(*)::int FROM open WHERE query = '<insufficient privilege>') AS unseen`;
+           date_trunc('milliseconds', LEAST(now(), (SELECT min(xact_start) FROM open))) AS until,
+           (SELECT count(*)::int FROM open WHERE query = '<insufficient privilege>' OR state = 'disabled') AS unseen`;
   if (!row || row.unseen > 0) return now - SETTLEMENT_GRACE_MS;
-  return now - (row.at.getTime() - row.until.getTime());
+  const behind = row.at.getTime() - row.until.getTime() + DAY_SO_FAR_MARGIN_MS;
+  return now - Math.min(behind, SETTLEMENT_GRACE_MS);
 }
+
+/** How far below the oldest open transaction's start a report of the day so far ends (daySoFarEnd). */
+const DAY_SO_FAR_MARGIN_MS = 250;
 
 /** The failure type of a run's begin while its day is within SETTLEMENT_GRACE_MS of its end (retried at its end). */
 const DAY_NOT_OVER = 'SettlementDayNotOver';

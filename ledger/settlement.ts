@@ -266,11 +266,12 @@ export function lastWholeDay(at: Date, timeZone: string): string {
 }
 
 /**
- * How long after a day's end its run waits before it reads the day: an event is stamped by its transaction's start
- * (the database's clock) and becomes visible when that transaction commits, up to a transaction's time-out later (5 s
- * by default). A run that began reading at midnight could page past an approval stamped 23:59:59.9 that commits a
- * moment later. A report of the day so far ends where no open transaction can still commit (activities/settlement.ts,
- * daySoFarEnd), this long before its begin only where it cannot see every session.
+ * How long after a day's end its run waits before it reads the day: an event is stamped as its statement starts (the
+ * database's clock; its writer's clock in releases before 2026-12-06, whose workers may still run during a roll)
+ * and becomes visible when that transaction commits, up to a transaction's time-out later (5 s by default). A run
+ * that began reading at midnight could page past an approval stamped 23:59:59.9 that commits a moment later. A report
+ * of the day so far ends where no open transaction can still commit one (activities/settlement.ts, daySoFarEnd), at
+ * most this long before its begin.
  */
 export const SETTLEMENT_GRACE_MS = 120_000;
 

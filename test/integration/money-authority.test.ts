@@ -253,9 +253,11 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     const { linkId } = await linkedUser();
     const started = await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId }, amount: amount('7.00') });
     await waitFinal(started.body.fundingId as string);
-    // Today's report, the day so far, covers what was approved before its run began: the funding just approved is in
-    // it, as a partner checking the day in the afternoon expects (before: only what was approved SETTLEMENT_GRACE_MS
-    // before the run began, so this funding was in no report of today for two minutes).
+    // Today's report, the day so far, covers what was approved before its run began (a quarter second before, at
+    // least): the funding just approved is in it, as a partner checking the day in the afternoon expects (before: only
+    // what was approved SETTLEMENT_GRACE_MS before the run began, so this funding was in no report of today for two
+    // minutes).
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const approved = await stack.database.fundingEvent.findFirstOrThrow({
       where: { fundingId: started.body.fundingId as string, status: 'APPROVED' },
     });

@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { createSettlementActivities } from '../../activities/settlement.ts';
 import { createSettlementService } from '../../api/ops/settlement-service.ts';
@@ -849,6 +849,26 @@ describe('a day settled by a durable run', () => {
       await stack.database.$executeRawUnsafe(`DROP OWNED BY ${role}`);
       await stack.database.$executeRawUnsafe(`DROP ROLE ${role}`);
     }
+  });
+
+  it('stamps a funding’s event by the database’s clock, whatever the clock of the process writing it says', async () => {
+    // Found by the second read: Prisma filled `@default(now())` from the process's clock, so a worker whose clock is
+    // behind the database's stamped an approval before the instant a report of the day so far said it covered.
+    const day = await freshDay();
+    await plant(day, 1);
+    const funding = await stack.database.funding.findFirstOrThrow({ select: { id: true } });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() - 3_600_000);
+    let at: Date;
+    try {
+      ({ at } = await stack.database.fundingEvent.create({
+        data: { fundingId: funding.id, status: 'CREATING', detail: 'stamped by whom' },
+      }));
+    } finally {
+      vi.useRealTimers();
+    }
+    const [row] = await stack.database.$queryRaw<Array<{ now: Date }>>`SELECT now() AS now`;
+    expect(Math.abs(at.getTime() - row!.now.getTime())).toBeLessThan(10_000);
   });
 
   it('serves a day settled under another spelling of the same zone, never a run of its own', async () => {
