@@ -130,6 +130,18 @@ async function signInThrough(
   return { callback, home: home.response.status === 200 ? await home.response.text() : null };
 }
 
+/** Signs `member` in through `provided`'s provider, shown as `shown` on the console's home: their first session. */
+async function signsIn(provided: Provided, member: (typeof staff)[number], shown: string) {
+  const { callback, home } = await signInThrough(provided.stack, member);
+  expect(callback.status, callback.text).toBe(200);
+  expect(callback.text).toContain('Signed in.');
+  expect(home).toContain(shown);
+  return provided.stack.database.consoleSession.findFirstOrThrow({
+    where: { personId: `oidc:staff-${member.username}` },
+    orderBy: { createdAt: 'asc' },
+  });
+}
+
 describe('the console’s sign-in through an identity provider', () => {
   let slashed: Provided;
   let scoped: Provided;
@@ -152,13 +164,7 @@ describe('the console’s sign-in through an identity provider', () => {
     // Before: the issuer was read without its slash, the provider's metadata named it with one, and every start
     // answered 503 "the identity provider cannot be reached just now".
     const noor = staff[0]!;
-    const { callback, home } = await signInThrough(slashed.stack, noor);
-    expect(callback.status, callback.text).toBe(200);
-    expect(callback.text).toContain('Signed in.');
-    expect(home).toContain('Noor Aquino (oidc:staff-noor)');
-    const first = await slashed.stack.database.consoleSession.findFirstOrThrow({
-      where: { personId: 'oidc:staff-noor' },
-    });
+    const first = await signsIn(slashed, noor, 'Noor Aquino (oidc:staff-noor)');
     expect(first.scopes.sort()).toEqual(['approve', 'read']);
     // Recorded as sessions were before the issuer was kept as given: without its slash.
     expect(first.issuer).toBe(slashed.idp.issuer.replace(/\/$/, ''));
@@ -174,13 +180,7 @@ describe('the console’s sign-in through an identity provider', () => {
     expect(scoped.idp.issuer).toMatch(/\/realms\/ops$/);
     // Before: only `openid profile` was asked for, the person came back with no groups, and was refused 403 "no role".
     // And with the slash kept as written, discovery's check failed: every start 503.
-    const { callback, home } = await signInThrough(scoped.stack, staff[1]!);
-    expect(callback.status, callback.text).toBe(200);
-    expect(callback.text).toContain('Signed in.');
-    expect(home).toContain('Omar Villanueva (oidc:staff-omar)');
-    const session = await scoped.stack.database.consoleSession.findFirstOrThrow({
-      where: { personId: 'oidc:staff-omar' },
-    });
+    const session = await signsIn(scoped, staff[1]!, 'Omar Villanueva (oidc:staff-omar)');
     expect(session.scopes.sort()).toEqual(['approve', 'read']);
     expect(session.groups).toEqual(['walletflow-checkers']);
   });

@@ -92,12 +92,15 @@ describe('payments', () => {
     expect((await ledgerPayment(payment.paymentId))?.executions).toBe(0);
   });
 
-  it('an execute whose answer is lost, then PAYMENT_ALREADY_EXECUTED: SUCCEEDED with the evidence, not review', async () => {
+  /**
+   * A payment of 20.00 from a user with 100.00 whose first execute takes effect and is answered `answer` (absent: the
+   * sandbox's 5xx page) instead of its result; the fault is lifted once the wallet has executed it.
+   */
+  async function executedUnder(answer: { status?: number; code?: string }) {
     const { user, linkId } = await linkedUser('100.00');
-    await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
+    await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1, ...answer }]);
     const started = await postPayment({ linkId, amount: { currency: 'PHP', value: '20.00' } });
     try {
-      // The first execute takes effect and its answer is lost; lift the fault before the retry (1 s later).
       const deadline = Date.now() + 20_000;
       while (
         !(await stack.admin.ledger()).payments.some(
@@ -110,6 +113,12 @@ describe('payments', () => {
     } finally {
       await stack.admin.clearFaults();
     }
+    return { user, started };
+  }
+
+  it('an execute whose answer is lost, then PAYMENT_ALREADY_EXECUTED: SUCCEEDED with the evidence, not review', async () => {
+    // The first execute takes effect and its answer is lost; the fault is lifted before the retry (1 s later).
+    const { user, started } = await executedUnder({});
     // Our own payment id answered "already executed" after our own execute: it executed (contract section 5).
     const settled = await waitFor(started.body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
     expect(settled.status).toBe('SUCCEEDED');
@@ -128,24 +137,7 @@ describe('payments', () => {
   ])(
     'an execute that took effect, answered %s, is no refusal: the outcome stays unknown, and the next execute’s 409 proves it executed once',
     async (_answer, answer) => {
-      const { user, linkId } = await linkedUser('100.00');
-      await stack.admin.setFaults([
-        { endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1, ...answer },
-      ]);
-      const started = await postPayment({ linkId, amount: { currency: 'PHP', value: '20.00' } });
-      try {
-        const deadline = Date.now() + 20_000;
-        while (
-          !(await stack.admin.ledger()).payments.some(
-            (payment) => payment.userId === user.userId && payment.executions === 1,
-          )
-        ) {
-          if (Date.now() > deadline) throw new Error('the first execute never took effect');
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-      } finally {
-        await stack.admin.clearFaults();
-      }
+      const { user, started } = await executedUnder(answer);
       const settled = await waitFor(started.body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'], 60_000);
       // Before: FAILED at the first answer (a 4xx read as the wallet's refusal), though the wallet had debited 20.00.
       expect(settled.status).toBe('SUCCEEDED');
