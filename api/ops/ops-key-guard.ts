@@ -90,9 +90,8 @@ export function createOpsKeyGuard(options: OpsKeyGuardOptions): OpsKeyGuard {
     async check(ip, presented) {
       const address = rateKeyOf(ip);
       let accepted: OpsKey | undefined;
-      let presentedDigest: Buffer | undefined;
       if (presented !== undefined) {
-        presentedDigest = digest(presented);
+        const presentedDigest = digest(presented);
         // Every key is compared, so the time taken does not say which one matched.
         for (const candidate of keys)
           if (timingSafeEqual(presentedDigest, candidate.digest) && !accepted) accepted = candidate.key;
