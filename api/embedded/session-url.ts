@@ -1,5 +1,5 @@
 // The session URL (POST /embedded/session) the wallet service calls when a user opens the
-// partner's tile: rate limit and sender allowlist first, then headers and body, then the tokens are
+// partner's tile: sender allowlist and rate limit first, then headers and body, then the tokens are
 // stored encrypted under a new one-time session id, with the session's "onboarding pending" outbox
 // row in the same statement, and the answer goes out at once. The onboardEmbeddedSession workflow
 // (profile fetch, linking) is started afterwards by the onboarding dispatcher, which this call only
@@ -64,9 +64,9 @@ const createEmbeddedSession = defineRoute({
   tag: 'embedded',
   summary: 'The session URL: the wallet service hands over a user’s tokens when the user opens the partner’s tile',
   description: [
-    'Checked in this order: the rate limit per sender (SESSION_RATE_LIMIT_PER_MINUTE, 429), the sender',
-    'allowlist (SESSION_ALLOWED_IPS; the client address is the peer, or `X-Forwarded-For` from a',
-    'TRUSTED_PROXIES proxy; 403 before anything is read), `Content-Type: application/json` (400), the',
+    'Checked in this order: the sender allowlist (SESSION_ALLOWED_IPS; the client address is the peer, or',
+    '`X-Forwarded-For` from a TRUSTED_PROXIES proxy; 403 before anything is read, however often it calls), the rate',
+    'limit per sender (SESSION_RATE_LIMIT_PER_MINUTE, 429), `Content-Type: application/json` (400), the',
     '`Request-Reference-No` header (400), then the body (at most 16 KiB; 400 `VALIDATION_ERROR` naming',
     'the field and rule, never the value). `expiresAt` must lie in the future, in seconds (a millisecond value is refused); fields the interface does not name are ignored.',
     'The tokens are stored encrypted and the answer goes out at once; onboarding (profile, link) runs',
@@ -145,19 +145,24 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
   routesOn(router)(
     createEmbeddedSession,
     timed,
-    // Counted before the allowlist: a flood from outside is refused without a log line per call.
-    limit,
     (req, res, next) => {
-      // First check, before anything is read or stored: only the wallet service's senders.
+      // First check, before anything is read or stored: only the wallet service's senders. A sender outside always
+      // gets 403 (contract section 6), a flood of them too; its calls are counted only to log at most its limit a
+      // minute.
       if (!deps.allowlist.allows(req.ip)) {
-        // The address as sent when it is one (the operator fixes the allowlist from it), never a header's text.
-        deps.logger.warn(
-          { ip: isIP(req.ip ?? '') ? req.ip : rateKeyOf(req.ip) },
-          'session URL called from an address outside SESSION_ALLOWED_IPS',
-        );
+        if (deps.rateLimiter?.take(req.ip).allowed ?? true)
+          // The address as sent when it is one (the operator fixes the allowlist from it), never a header's text.
+          deps.logger.warn(
+            { ip: isIP(req.ip ?? '') ? req.ip : rateKeyOf(req.ip) },
+            'session URL called from an address outside SESSION_ALLOWED_IPS',
+          );
         refuse(res, 403, 'FORBIDDEN', 'this sender may not call the session URL');
         return;
       }
+      next();
+    },
+    limit,
+    (req, res, next) => {
       if (!req.is('application/json')) {
         refuse(res, 400, 'UNSUPPORTED_CONTENT_TYPE', 'Content-Type must be application/json');
         return;
