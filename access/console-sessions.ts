@@ -99,9 +99,10 @@ function grantOf(row: SessionRow): ConsoleGrant | null {
  */
 export function createConsoleSessions(database: Database, policy: ConsoleSessionPolicy, clock?: SqlClock) {
   /**
-   * A session's act is written at most this often (every request would be a write), a tenth of the idle time at most.
+   * A session's act is written at most once a second (a page's burst of requests is one write): an act not written
+   * ends its idle time at most that much early (a hundredth of the idle time where that is shorter).
    */
-  const seenEveryMs = Math.min(30_000, policy.idleMs / 10);
+  const seenEveryMs = Math.min(1_000, policy.idleMs / 100);
   const at = () => sqlClock(clock);
   const idle = sqlInterval(policy.idleMs);
   const lifetime = sqlInterval(policy.lifetimeMs);

@@ -59,6 +59,21 @@ describe('a console session', () => {
 });
 
 describe('an idle session', () => {
+  it('is idle from the person’s last act, to the second: an act soon after another still starts the idle time again', async () => {
+    let now = Date.UTC(2026, 11, 4, 9, 0);
+    const clock = () => now;
+    const sessions = createConsoleSessions(database, { idleMs: 15 * MINUTE, lifetimeMs: 8 * HOUR }, clock);
+    const { cookieValue } = await sessions.start(person, grant);
+    // Acts 29 s after signing in, then nothing for 14 minutes 58 seconds: idle for less than 15 minutes.
+    now += 29_000;
+    await sessions.touch((await sessions.read(cookieValue))!);
+    now += 15 * MINUTE - 2_000;
+    // Before: an act within 30 s of the last one written was not written, and the session ended 28 s early.
+    expect(await sessions.read(cookieValue)).toMatchObject({ personId: person.personId });
+    now += 3_000;
+    expect(await sessions.read(cookieValue)).toBeNull();
+  });
+
   it('once found over, stays over when CONSOLE_IDLE_MINUTES is raised: nothing brings it back', async () => {
     let now = Date.UTC(2026, 11, 4, 9, 0);
     const clock = () => now;
