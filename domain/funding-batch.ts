@@ -272,7 +272,8 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
 /**
  * Two checks' problems of one batch as one answer: every problem counted, the first MAX_LISTED_ROW_ERRORS of both in
  * row order. Where `first` listed fewer than it counted, none of `then` past its last listed row is listed: a problem
- * of `first` it did not list may come before it.
+ * of `first` it did not list may come before it. (The other way needs no cut: a check that lists fewer than it counts
+ * lists MAX_LISTED_ROW_ERRORS, and those come before any row of `first` past its last.)
  */
 export function mergeRowProblems(
   first: { errors: readonly BatchRowError[]; errorCount: number },

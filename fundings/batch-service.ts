@@ -16,6 +16,7 @@ import {
   type BatchState,
   type BatchView,
   type CheckedBatchItems,
+  MAX_LISTED_ROW_ERRORS,
   mergeRowProblems,
 } from '../domain/funding-batch.ts';
 import type { FundingRefusalCode, FundingSource } from '../domain/ledger.ts';
@@ -299,7 +300,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
       }
       if (problem) {
         errorCount += 1;
-        if (errors.length < 1000) errors.push(problem);
+        if (errors.length < MAX_LISTED_ROW_ERRORS) errors.push(problem);
       }
     }
     return { errors, errorCount };
