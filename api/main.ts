@@ -14,6 +14,7 @@ import { createOpsActionLog } from '../audit/ops-actions.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { checkWalletServiceReachable } from '../wallet/reachability.ts';
 import { createApp } from './app.ts';
+import { answerParserRefusals } from './http/parser-refusals.ts';
 import { createLedger } from '../ledger/ledger.ts';
 import { retiredOwnerNames } from '../lib/ops-keys.ts';
 import { createOnboardingDispatcher } from './embedded/onboarding-dispatcher.ts';
@@ -146,6 +147,7 @@ const server: Server =
 // hold connections open (Node's defaults are 300 s and 60 s).
 server.headersTimeout = 10_000;
 server.requestTimeout = 30_000;
+answerParserRefusals(server);
 server.on('error', (error) => {
   logger.fatal({ err: error }, 'api cannot listen');
   process.exit(1);

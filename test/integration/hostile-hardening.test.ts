@@ -139,6 +139,45 @@ describe('security headers', () => {
   });
 });
 
+describe('requests the HTTP server refuses before any route reads them', () => {
+  const expectRefusal = (response: RawResponse, status: number, code: string) => {
+    expect(response.status).toBe(status);
+    expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(JSON.parse(response.body)).toEqual({
+      type: 'about:blank',
+      status,
+      code,
+      title: expect.any(String),
+      detail: expect.any(String),
+    });
+    expectBaseHeaders(response);
+    expect(response.headers.connection).toBe('close');
+  };
+
+  it('answer with a problem document and its code, as every route refuses: headers too large, a request the parser cannot read, a CONNECT', async () => {
+    // Before: Node's own answers, a bare 431 or 400 with no body, and no answer at all to a CONNECT.
+    expectRefusal(await get('/ops/fundings', [['Cookie', `a=${'x'.repeat(20_000)}`]]), 431, 'HEADERS_TOO_LARGE');
+    expectRefusal(
+      await rawHttp(stack.apiBase, {
+        method: 'POST',
+        target: '/embedded/session',
+        headers: [['Transfer-Encoding', 'chunked']],
+        body: '0\r\n\r\n',
+      }),
+      400,
+      'MALFORMED_REQUEST',
+    );
+    expectRefusal(await get('/app', [['X-Note', 'a\u0001b']]), 400, 'MALFORMED_REQUEST');
+    expectRefusal(
+      await rawHttp(stack.apiBase, { method: 'CONNECT', target: 'example.com:443' }),
+      501,
+      'METHOD_NOT_SUPPORTED',
+    );
+    // The server still answers the next request.
+    expect((await get('/healthz')).status).toBe(200);
+  });
+});
+
 describe('rate limits on the public routes', () => {
   function expectRetryAfter(answer: RawResponse): void {
     expect(answer.status, answer.body).toBe(429);
@@ -244,22 +283,19 @@ describe('rate limits on the public routes', () => {
     expectRetryAfter(await get('/connect/callback?state=nope', client));
   });
 
-  it('session URL: 429 { code, message } with Retry-After, counted before the allowlist, nothing stored', async () => {
+  it('session URL: a sender outside the allowlist gets 403 however often it calls; a listed one 429 { code, message } with Retry-After past its limit, nothing stored', async () => {
+    // Contract section 6: a sender outside the allowlist gets 403, past the rate limit too.
     const outsider = from('203.0.113.50');
-    for (let i = 0; i < LIMIT; i += 1) {
-      expect(
-        (await rawHttp(stack.apiBase, { method: 'POST', target: '/embedded/session', headers: outsider, body: '{}' }))
-          .status,
-      ).toBe(403);
+    for (let i = 0; i < LIMIT + 3; i += 1) {
+      const answer = await rawHttp(stack.apiBase, {
+        method: 'POST',
+        target: '/embedded/session',
+        headers: outsider,
+        body: '{}',
+      });
+      expect(answer.status).toBe(403);
+      expect(JSON.parse(answer.body)).toEqual({ code: 'FORBIDDEN', message: expect.any(String) });
     }
-    const outsiderLimited = await rawHttp(stack.apiBase, {
-      method: 'POST',
-      target: '/embedded/session',
-      headers: outsider,
-      body: '{}',
-    });
-    expectRetryAfter(outsiderLimited);
-    expect(JSON.parse(outsiderLimited.body)).toEqual({ code: 'RATE_LIMITED', message: expect.any(String) });
 
     const sender = from('198.51.100.77', [['Content-Type', 'application/json']]);
     for (let i = 0; i < LIMIT; i += 1) {
@@ -507,8 +543,10 @@ describe('hostile X-Forwarded-For from the trusted proxy', () => {
             ],
             ...(post ? { body: '{}' } : {}),
           });
-          if (answer.headers['content-type'] === undefined && answer.body === '') {
+          // A header value Node's parser refuses (a NUL, a control byte): api/http/parser-refusals.ts answers it.
+          if (/^application\/problem\+json/.test(answer.headers['content-type'] ?? '')) {
             expect(answer.status).toBe(400);
+            expect(JSON.parse(answer.body)).toMatchObject({ code: 'MALFORMED_REQUEST' });
             return;
           }
           expect(answer.status, answer.body).toBeGreaterThanOrEqual(400);

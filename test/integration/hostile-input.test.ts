@@ -13,6 +13,7 @@ import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { rawHttp, type RawRequest, type RawResponse } from '../support/raw-http.ts';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
+import { PARSER_REFUSAL_CODES } from '../../api/http/parser-refusals.ts';
 
 const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : Date.now() % 2 ** 31;
 const runs = (numRuns: number) => ({ seed, numRuns: process.env.FC_RUNS ? Number(process.env.FC_RUNS) : numRuns });
@@ -34,11 +35,10 @@ const leakPatterns = [
   /invalid byte sequence|violates|syntax error at/i,
 ];
 
-/** Node's HTTP parser refused the request before the app saw it (a bare 400 and a closed socket). */
+/** Node's HTTP parser refused the request before any route saw it (api/http/parser-refusals.ts). */
 const refusedByParser = (response: RawResponse) =>
-  response.headers['content-type'] === undefined &&
-  response.body === '' &&
-  [400, 413, 414, 431, 505].includes(response.status);
+  /^application\/problem\+json/.test(response.headers['content-type'] ?? '') &&
+  PARSER_REFUSAL_CODES.includes((JSON.parse(response.body) as { code?: string }).code ?? '');
 
 function expectSafe(response: RawResponse, family: Family): void {
   const context = `${response.status} ${response.headers['content-type'] ?? '(no type)'}: ${response.body.slice(0, 400)}`;

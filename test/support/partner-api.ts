@@ -36,6 +36,7 @@ import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
 import { WORKER_HEARTBEAT_THROTTLE_MS } from '../../workflows/fund-batch.contract.ts';
+import { answerParserRefusals } from '../../api/http/parser-refusals.ts';
 import {
   bundleVersion,
   promoteOnStart,
@@ -247,6 +248,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
       },
     });
     server.on('request', app);
+    answerParserRefusals(server);
     return {
       apiBase,
       app,
