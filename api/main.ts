@@ -147,7 +147,7 @@ const server: Server =
 // hold connections open (Node's defaults are 300 s and 60 s).
 server.headersTimeout = 10_000;
 server.requestTimeout = 30_000;
-answerParserRefusals(server);
+answerParserRefusals(server, { publicUrl: config.publicUrl });
 server.on('error', (error) => {
   logger.fatal({ err: error }, 'api cannot listen');
   process.exit(1);

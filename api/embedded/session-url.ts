@@ -21,7 +21,7 @@ import type { TokenCipher } from '../../lib/token-cipher.ts';
 import { jwtExpiry } from '../../links/token-expiry.ts';
 import { storeSessionForOnboarding } from '../../links/onboarding-outbox.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
-import { limitRequests, rateKeyOf, type RateLimiter } from '../http/rate-limit.ts';
+import { createRateLimiter, limitRequests, rateKeyOf, type RateLimiter } from '../http/rate-limit.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, retryAfterHeader, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OnboardingDispatcher } from './onboarding-dispatcher.ts';
@@ -118,6 +118,9 @@ function refuse(res: Response, status: number, code: string, message: string): v
   res.status(status).setHeader('Cache-Control', 'no-store').json(body);
 }
 
+/** Lines logged a minute for the calls of one sender outside SESSION_ALLOWED_IPS (each answered 403). */
+const OUTSIDER_LOG_LINES = 10;
+
 export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router {
   const router = strictRouter();
   const now = deps.now ?? Date.now;
@@ -129,6 +132,7 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
   };
   const readBody = express.raw({ type: () => true, limit: SESSION_BODY_LIMIT_BYTES });
 
+  const outsiderLog = createRateLimiter({ limit: OUTSIDER_LOG_LINES });
   const limit = deps.rateLimiter
     ? limitRequests(deps.rateLimiter, (_req, res, retryAfterSeconds) =>
         refuse(res, 429, 'RATE_LIMITED', `too many calls from this sender; retry after ${retryAfterSeconds} s`),
@@ -147,10 +151,10 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
     timed,
     (req, res, next) => {
       // First check, before anything is read or stored: only the wallet service's senders. A sender outside always
-      // gets 403 (contract section 6), a flood of them too; its calls are counted only to log at most its limit a
-      // minute.
+      // gets 403 (contract section 6), a flood of them too, logged at most OUTSIDER_LOG_LINES a minute; it is not
+      // counted against the limit of the senders listed.
       if (!deps.allowlist.allows(req.ip)) {
-        if (deps.rateLimiter?.take(req.ip).allowed ?? true)
+        if (outsiderLog.take(req.ip).allowed)
           // The address as sent when it is one (the operator fixes the allowlist from it), never a header's text.
           deps.logger.warn(
             { ip: isIP(req.ip ?? '') ? req.ip : rateKeyOf(req.ip) },

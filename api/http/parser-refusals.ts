@@ -2,9 +2,10 @@
 // read, a request not sent whole within the server's time, a CONNECT): answered as every other refusal is, a problem
 // document with a code (RFC 9457) and the deny-all security headers, then the connection closed. Node's own answers
 // were a bare status with no body, and a CONNECT had none at all.
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ProblemDocument } from './problem.ts';
+import { securityHeaderValues } from './security-headers.ts';
 
 interface ParserRefusal {
   status: number;
@@ -31,6 +32,12 @@ const malformedRequest: ParserRefusal = {
   code: 'MALFORMED_REQUEST',
   detail: 'the request is not well-formed HTTP/1.1',
 };
+const chunkExtensionsTooLarge: ParserRefusal = {
+  status: 413,
+  reason: 'Payload Too Large',
+  code: 'CHUNK_EXTENSIONS_TOO_LARGE',
+  detail: 'a chunk of the body carries more extensions than the server reads',
+};
 const connectRefused: ParserRefusal = {
   status: 501,
   reason: 'Not Implemented',
@@ -41,6 +48,7 @@ const connectRefused: ParserRefusal = {
 /** The codes these answers carry (no route answers with them). */
 export const PARSER_REFUSAL_CODES: readonly string[] = [
   headersTooLarge,
+  chunkExtensionsTooLarge,
   requestTimeout,
   malformedRequest,
   connectRefused,
@@ -49,18 +57,23 @@ export const PARSER_REFUSAL_CODES: readonly string[] = [
 /** The refusal of one of Node's client errors (its `code`: `HPE_…` from the parser, or the server's time-out). */
 export function parserRefusalOf(errorCode: string | undefined): ParserRefusal {
   if (errorCode === 'HPE_HEADER_OVERFLOW') return headersTooLarge;
+  if (errorCode === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') return chunkExtensionsTooLarge;
   if (errorCode === 'ERR_HTTP_REQUEST_TIMEOUT') return requestTimeout;
   return malformedRequest;
 }
 
-/** The whole answer as bytes on the wire: the status line, the headers every JSON answer carries, the document. */
-export function parserRefusalResponse(refusal: ParserRefusal): string {
-  const document: ProblemDocument = {
+/**
+ * The whole answer as bytes on the wire: the status line, the security headers every answer carries, the document
+ * (with `message` beside `detail`, as the session URL's callers read a refusal: contract section 6).
+ */
+export function parserRefusalResponse(refusal: ParserRefusal, security: Record<string, string>): string {
+  const document: ProblemDocument & { message: string } = {
     type: 'about:blank',
     status: refusal.status,
     code: refusal.code,
     title: refusal.reason,
     detail: refusal.detail,
+    message: refusal.detail,
   };
   const body = JSON.stringify(document);
   return [
@@ -68,29 +81,55 @@ export function parserRefusalResponse(refusal: ParserRefusal): string {
     'Content-Type: application/problem+json; charset=utf-8',
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Cache-Control: no-store',
-    "Content-Security-Policy: default-src 'none';base-uri 'none';form-action 'none';frame-ancestors 'none'",
-    'X-Content-Type-Options: nosniff',
-    'X-Frame-Options: DENY',
-    'Cross-Origin-Opener-Policy: same-origin',
-    'Referrer-Policy: no-referrer',
+    ...Object.entries(security).map(([name, value]) => `${name}: ${value}`),
     'Connection: close',
     '',
     body,
   ].join('\r\n');
 }
 
-function answer(socket: Duplex, refusal: ParserRefusal): void {
-  socket.end(parserRefusalResponse(refusal), () => socket.destroy());
-}
+/** How long an answered socket may take to be read before it is closed all the same. */
+const CLOSE_AFTER_MS = 5_000;
+/** How long a request before a bad one on its connection may take to be answered before the connection is closed. */
+const IN_FLIGHT_CLOSE_AFTER_MS = 60_000;
 
-/** Answers what the server refuses before the app sees it, on this server. */
-export function answerParserRefusals(server: Server): void {
+/**
+ * Answers what the server refuses before the app sees it, on this server (`publicUrl`: PUBLIC_URL, for the headers
+ * of an answer that reached the browser over TLS).
+ */
+export function answerParserRefusals(server: Server, options: { publicUrl?: string | undefined } = {}): void {
+  const security = securityHeaderValues(options);
+  // A socket is answered once: its parser keeps its error, and each later chunk brings the same error again.
+  const answered = new WeakSet<Duplex>();
+  const answer = (socket: Duplex, refusal: ParserRefusal) => {
+    answered.add(socket);
+    // Its own error listener and time-out: a socket handed over by 'connect' has neither any more (a reset peer would
+    // be an uncaught error), and one that is never read must not stay open.
+    socket.on('error', () => socket.destroy());
+    const closing = setTimeout(() => socket.destroy(), CLOSE_AFTER_MS).unref();
+    socket.once('close', () => clearTimeout(closing));
+    socket.end(parserRefusalResponse(refusal, security), () => socket.destroy());
+  };
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-    // As Node does: an answer only on a socket still open where no answer has begun (a reset peer gets none).
-    const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (error.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent)
-      answer(socket, parserRefusalOf(error.code));
-    else socket.destroy();
+    if (answered.has(socket)) return;
+    const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    if (inFlight?.req.complete === true) {
+      // A request before the bad one on the connection (pipelined) is whole and still being answered: its answer goes
+      // out, then the connection ends; the bad request gets none (an answer here would take the other's place).
+      answered.add(socket);
+      if (!inFlight.headersSent) inFlight.setHeader('Connection', 'close');
+      inFlight.once('finish', () => socket.end());
+      const closing = setTimeout(() => socket.destroy(), IN_FLIGHT_CLOSE_AFTER_MS).unref();
+      socket.once('close', () => clearTimeout(closing));
+      return;
+    }
+    // As Node does, an answer only where none has begun: to the request still arriving.
+    if (inFlight?.headersSent === true) socket.destroy();
+    else answer(socket, parserRefusalOf(error.code));
   });
   server.on('connect', (_request, socket: Duplex) => answer(socket, connectRefused));
 }

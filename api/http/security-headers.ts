@@ -1,6 +1,6 @@
 // The security headers of every response (helmet): a deny-all Content-Security-Policy that pages
 // replace with their own nonce policy, no framing, sniffing or referrer; HSTS only over TLS.
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import helmet from 'helmet';
 
 /** One year, as browsers' preload lists expect; subdomains of the API's host are its own. */
@@ -35,4 +35,25 @@ export function securityHeaders(options: SecurityHeaderOptions = {}): RequestHan
       next();
     },
   ];
+}
+
+/**
+ * The headers `securityHeaders` sets on an answer that reached us over plain HTTP (or over TLS where `PUBLIC_URL` is
+ * https), by name: for an answer written without Express (api/http/parser-refusals.ts), so that it carries exactly
+ * what every other answer does.
+ */
+export function securityHeaderValues(options: SecurityHeaderOptions = {}): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const response = {
+    setHeader: (name: string, value: unknown) => {
+      headers[name] = String(value);
+    },
+    removeHeader: (name: string) => {
+      delete headers[name];
+    },
+    getHeader: (name: string) => headers[name],
+  };
+  for (const handler of securityHeaders(options))
+    void handler({ secure: false, headers: {} } as Request, response as unknown as Response, () => undefined);
+  return headers;
 }

@@ -12,7 +12,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createApp } from '../../api/app.ts';
-import { HSTS_HEADER } from '../../api/http/security-headers.ts';
+import { HSTS_HEADER, securityHeaderValues } from '../../api/http/security-headers.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { holdFreePort } from '../../stack/ports.ts';
 import { handOverSocket } from '../../stack/child-process.ts';
@@ -143,14 +143,20 @@ describe('requests the HTTP server refuses before any route reads them', () => {
   const expectRefusal = (response: RawResponse, status: number, code: string) => {
     expect(response.status).toBe(status);
     expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const detail = expect.any(String);
+    // `message` too: the session URL's callers read a refusal's `{ code, message }` (contract section 6).
     expect(JSON.parse(response.body)).toEqual({
       type: 'about:blank',
       status,
       code,
-      title: expect.any(String),
-      detail: expect.any(String),
+      title: detail,
+      detail,
+      message: detail,
     });
     expectBaseHeaders(response);
+    // Every security header a route's answer carries, as it carries it.
+    for (const [name, value] of Object.entries(securityHeaderValues()))
+      expect(response.headers[name.toLowerCase()], name).toBe(value);
     expect(response.headers.connection).toBe('close');
   };
 
@@ -174,6 +180,18 @@ describe('requests the HTTP server refuses before any route reads them', () => {
       'METHOD_NOT_SUPPORTED',
     );
     // The server still answers the next request.
+    expect((await get('/healthz')).status).toBe(200);
+  });
+
+  it('a CONNECT whose client resets the connection before the answer is read leaves the process running', async () => {
+    // Node hands a CONNECT's socket over without its own error listener: a reset there was an uncaught error.
+    const { port } = new URL(stack.apiBase);
+    for (let i = 0; i < 20; i += 1) {
+      const socket = connect({ host: '127.0.0.1', port: Number(port) });
+      await once(socket, 'connect');
+      socket.write('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+      socket.resetAndDestroy();
+    }
     expect((await get('/healthz')).status).toBe(200);
   });
 });

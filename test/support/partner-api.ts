@@ -248,7 +248,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
       },
     });
     server.on('request', app);
-    answerParserRefusals(server);
+    answerParserRefusals(server, { publicUrl: options.publicUrl });
     return {
       apiBase,
       app,
