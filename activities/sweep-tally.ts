@@ -85,9 +85,10 @@ export function createSweepTally(deps: { logger: Logger; metrics?: Pick<Metrics,
         'sweep: payment',
       );
     },
-    fundingNeedingReview(entry: EntryOf<'fundingsNeedingReview'>): void {
-      counts.fundingsNeedingReview += 1;
-      list('fundingsNeedingReview', entry);
+    /** Fundings in review: the first of them, and how many there are (all of them, asked in this sweep or not). */
+    fundingsNeedingReview(entries: ReadonlyArray<EntryOf<'fundingsNeedingReview'>>, count: number): void {
+      counts.fundingsNeedingReview = count;
+      for (const entry of entries) list('fundingsNeedingReview', entry);
     },
     /** A FAILED funding whose transfer the wallet shows executed (the caller logs it as an error). */
     failedButExecuted(entry: EntryOf<'failedButExecuted'>): void {

@@ -87,6 +87,12 @@ const PASS_BUDGET_MS = 60_000;
 interface SweepPassState {
   /** A resolution timed out: the runs of reviews are not being taken up (no worker for their build). */
   resolveTimedOut: boolean;
+  /** Why the wallet is asked about no more transfers in this pass (it could not answer one now); null: it is asked. */
+  unasked: string | null;
+  /** When asking the wallet about reviews stops in this pass (its budget from the first asked); null: none yet. */
+  reviewsUntil: number | null;
+  /** Reviews asked of the wallet in this pass. */
+  reviewsAsked: number;
 }
 /**
  * A lane's run whose workflow task is on this attempt or later has failed it again and again: it is not working
@@ -140,6 +146,46 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         requestReferenceNo: error.requestReferenceNo,
       };
     }
+  }
+
+  /**
+   * The wallet's word on a funding's transfer in the pass over stuck fundings, or why it was not asked. A wallet that
+   * could not answer one retrieve now is asked nothing more in this pass: the funding is left as it is for a later
+   * sweep (its hold kept), and the repairs after the pass run. Before, the failure failed the sweep's attempt, and
+   * each attempt began again at the oldest candidate: one transfer the wallet could not show stopped every sweep.
+   */
+  async function askInPass(transferId: string, pass: SweepPassState) {
+    if (pass.unasked !== null) return { kind: 'unasked' as const, why: pass.unasked };
+    try {
+      return await readTransfer(transferId);
+    } catch (error) {
+      if (!isWalletTransient(error)) throw error;
+      pass.unasked = `the wallet could not answer now (${(error as Error).message})`;
+      logger.warn(
+        { err: (error as Error).message },
+        'sweep: the wallet could not answer a retrieve now; asked again next sweep',
+      );
+      return { kind: 'unasked' as const, why: pass.unasked };
+    }
+  }
+
+  /**
+   * A review's transfer asked of the wallet, within the pass's budget for reviews (PASS_BUDGET_MS from the first: at
+   * least one a sweep). A review asked and still in review is seen (`owner_seen_at`): the next sweeps ask the ones not
+   * asked yet before it again, so thousands of reviews after an incident are asked over several sweeps, oldest first,
+   * each about every RECONCILE_AFTER_SECONDS, and never hold up the repairs after the pass.
+   */
+  async function askAboutReview(funding: Funding & { transferId: string }, pass: SweepPassState) {
+    const now = Date.now();
+    pass.reviewsUntil ??= now + passBudget;
+    if (pass.reviewsAsked > 0 && now >= pass.reviewsUntil)
+      return { kind: 'unasked' as const, why: 'the sweep’s budget for asking about reviews is spent' };
+    const read = await askInPass(funding.transferId, pass);
+    if (read.kind !== 'unasked') {
+      pass.reviewsAsked += 1;
+      await fundings.seeReviewAsked(funding.id);
+    }
+    return read;
   }
 
   /**
@@ -198,12 +244,6 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         note('left-for-ops', `not sent to review: another writer moved it first (${detail})`, false);
         return;
       }
-      tally.fundingNeedingReview({
-        fundingId: funding.id,
-        transferId: funding.transferId,
-        since: new Date().toISOString(),
-        reason,
-      });
       note('sent-to-review', detail, true);
     };
     /** A repair counts only if the record took it (a fence or another writer may have refused it). */
@@ -213,22 +253,26 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         : note('left-for-ops', `not repaired: another writer moved it first (${detail})`, false);
     if (funding.status === fundingReviewStatus) {
       // A queued execute may have landed since: the wallet's final word resolves the review.
-      const read = funding.transferId ? await readTransfer(funding.transferId) : null;
+      const read = funding.transferId
+        ? await askAboutReview({ ...funding, transferId: funding.transferId }, pass)
+        : null;
       if (read?.kind === 'read' && (read.status === 'APPROVED' || read.status === 'DECLINED')) {
         if (await resolveFromWallet(funding, read.status, read.declineCode, read.requestReferenceNo, pass)) {
           note('resolved-from-wallet', `the wallet says ${read.status}`, true);
           return;
         }
       }
-      tally.fundingNeedingReview({
-        fundingId: funding.id,
-        transferId: funding.transferId,
-        since: funding.updatedAt.toISOString(),
-        reason: funding.reviewReason,
-      });
       note(
         'left-for-ops',
-        `in review: ${read?.kind === 'read' ? `the wallet says ${read.status}` : read ? `retrieve refused: ${read.code}` : 'no transfer to read'}`,
+        `in review: ${
+          read?.kind === 'read'
+            ? `the wallet says ${read.status}`
+            : read?.kind === 'refused'
+              ? `retrieve refused: ${read.code}`
+              : read
+                ? `not asked in this sweep: ${read.why}`
+                : 'no transfer to read'
+        }`,
         false,
       );
       return;
@@ -293,8 +337,13 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     }
     /** EXECUTING or RECONCILING: an execute may have been sent whose outcome nobody knows. */
     const executeMayBeInDoubt = funding.status !== 'PENDING' && funding.status !== 'CREATING';
-    const read = await readTransfer(transferId);
+    const read = await askInPass(transferId, pass);
     stopIfCancelled();
+    if (read.kind === 'unasked') {
+      // Claimed, and left as it is: the next sweep claims it again once it is idle again.
+      note('left-for-ops', `not asked in this sweep: ${read.why}`, false);
+      return;
+    }
     if (read.kind === 'refused') {
       if (!executeMayBeInDoubt) {
         note('left-for-ops', `retrieve refused: ${read.code}`, false);
@@ -519,7 +568,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       // Counts of everything, lists of the first few: the report is one Temporal payload (sweep-tally.ts).
       const tally = createSweepTally({ logger, metrics: deps.metrics });
       const { report } = tally;
-      const pass: SweepPassState = { resolveTimedOut: false };
+      const pass: SweepPassState = { resolveTimedOut: false, unasked: null, reviewsUntil: null, reviewsAsked: 0 };
       for (const candidates of [fundings.listUnfinished, fundings.listStrayBatchItems]) {
         for await (const funding of everyRow((after) =>
           candidates({ idleSince: before, limit, ...(after ? { after } : {}) }),
@@ -601,6 +650,18 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       const holdRound = await marks.roundOf('open-holds-full');
       if ((holdRound.through ?? new Date(0)) <= new Date(now.getTime() - DAY_MS))
         await passOverEveryHold(holdRound, now, limit, settleOpen);
+      // Every funding and payment in review, whichever this sweep asked the wallet about: the first of each, and how
+      // many.
+      const fundingReviews = await fundings.listInReview(MAX_SWEEP_LISTED);
+      tally.fundingsNeedingReview(
+        fundingReviews.map((funding) => ({
+          fundingId: funding.id,
+          transferId: funding.transferId,
+          since: funding.updatedAt.toISOString(),
+          reason: funding.reviewReason,
+        })),
+        fundingReviews.length < MAX_SWEEP_LISTED ? fundingReviews.length : await fundings.countInReview(),
+      );
       const review = await payments.listInReview(MAX_SWEEP_LISTED);
       tally.paymentsNeedingReview(
         review.map((payment) => ({

@@ -711,6 +711,27 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       ),
 
     /**
+     * The sweep asked the wallet about a funding in review, which stays in review: seen now (as a beat), so the next
+     * sweeps ask the reviews not asked since before this one again (activities/sweep.ts askAboutReview).
+     */
+    seeReviewAsked: async (fundingId: string): Promise<void> => {
+      await database.$executeRaw`
+        UPDATE funding SET owner_seen_at = now()
+        WHERE id = ${fundingId}::uuid AND status = ${fundingReviewStatus}::"FundingStatus"`;
+    },
+
+    /** Fundings waiting for a person, longest waiting first: the sweep lists the first of them for ops. */
+    listInReview: (limit: number) =>
+      database.funding.findMany({
+        where: { status: fundingReviewStatus },
+        orderBy: { updatedAt: 'asc' },
+        take: limit,
+        select: { id: true, transferId: true, updatedAt: true, reviewReason: true },
+      }),
+    /** How many fundings wait for a person. */
+    countInReview: () => database.funding.count({ where: { status: fundingReviewStatus } }),
+
+    /**
      * A batch chunk's beat for the items it runs (activities/batch.ts): their owner is alive, so
      * the sweep leaves them alone. Only items under way: a final one, or one still PENDING, has
      * no owner to show.

@@ -332,6 +332,69 @@ describe('the sweep', () => {
   });
 });
 
+describe('the sweep’s reviews', () => {
+  /** The retrieves of a transfer, answered or not, from the wallet call audit. */
+  const retrievesOf = (transferId: string) =>
+    stack.database.walletCall.count({
+      where: { operation: 'transfers.retrieve', path: { endsWith: `/${transferId}` } },
+    });
+  /** A funding in review whose transfer was created and never executed (the wallet shows it CREATED). */
+  async function inReview() {
+    const { code } = await codeOfNewUser();
+    const created = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
+    const id = await insertFunding({ status: 'NEEDS_REVIEW', code, transferId: created.data.transferId });
+    return { id, transferId: created.data.transferId };
+  }
+
+  it('a transfer the wallet cannot show now (5xx) leaves its funding for the next sweep, and the sweep goes on: it asks the wallet nothing more, and ends with its report', async () => {
+    const older = await inReview();
+    const newer = await inReview();
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'error-before-effect', rate: 1 }]);
+    let report: SweepReport;
+    try {
+      // Before: the 5xx failed the sweep's attempt, each retry began again at the oldest funding, and the run failed:
+      // the repairs after the pass (payments, holds, batches, lanes) never ran.
+      report = await sweep();
+    } finally {
+      await stack.admin.setFaults([]);
+    }
+    // Of the two, the older was asked (and retried by the wallet client), the newer not: asked nothing more.
+    expect(await retrievesOf(older.transferId)).toBeGreaterThanOrEqual(1);
+    expect(await retrievesOf(newer.transferId)).toBe(0);
+    // Every funding in review is counted, asked or not; both stay in review.
+    expect(report.counts?.fundingsNeedingReview).toBeGreaterThanOrEqual(2);
+    for (const { id } of [older, newer])
+      expect(await stack.database.funding.findUnique({ where: { id } })).toMatchObject({ status: 'NEEDS_REVIEW' });
+    await sweep();
+    expect(await retrievesOf(newer.transferId)).toBe(1);
+  }, 60_000);
+
+  it('asks about reviews for the pass’s budget each sweep, each asked one seen: the next sweep asks those not asked yet', async () => {
+    // A budget spent at the first review: one asked a sweep.
+    const sweepOnce = () =>
+      new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(
+        activitiesOfStack({ sweepPassBudgetMs: 0 }).sweepStuckFundings,
+        { olderThanSeconds: 600 },
+      );
+    // Only these two in review on the file's database, from here on: the file's other reviews resolved away.
+    await stack.database.funding.updateMany({
+      where: { status: 'NEEDS_REVIEW' },
+      data: { status: 'FAILED', errorCode: 'RESOLVED_FAILED' },
+    });
+    const first = await inReview();
+    const second = await inReview();
+    const report = (await sweepOnce()) as SweepReport;
+    expect([await retrievesOf(first.transferId), await retrievesOf(second.transferId)]).toEqual([1, 0]);
+    expect(report.counts?.fundingsNeedingReview).toBe(2);
+    // Before: every sweep asked the oldest again, and the second waited until the first was resolved.
+    await sweepOnce();
+    expect([await retrievesOf(first.transferId), await retrievesOf(second.transferId)]).toEqual([1, 1]);
+  }, 60_000);
+});
+
 describe('the sweep’s FAILED re-checks', () => {
   /** The retrieves of a transfer the sweep made, answered or not, from the wallet call audit. */
   const retrievesOf = (transferId: string, outcome?: string) =>
