@@ -155,7 +155,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
    * each attempt began again at the oldest candidate: one transfer the wallet could not show stopped every sweep.
    */
   async function askInPass(transferId: string, pass: SweepPassState) {
-    if (pass.unasked !== null) return { kind: 'unasked' as const, why: pass.unasked };
+    if (pass.unasked !== null) return { kind: 'unasked' as const, why: pass.unasked, tried: false };
     try {
       return await readTransfer(transferId);
     } catch (error) {
@@ -165,7 +165,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         { err: (error as Error).message },
         'sweep: the wallet could not answer a retrieve now; asked again next sweep',
       );
-      return { kind: 'unasked' as const, why: pass.unasked };
+      return { kind: 'unasked' as const, why: pass.unasked, tried: true };
     }
   }
 
@@ -179,9 +179,11 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     const now = Date.now();
     pass.reviewsUntil ??= now + passBudget;
     if (pass.reviewsAsked > 0 && now >= pass.reviewsUntil)
-      return { kind: 'unasked' as const, why: 'the sweep’s budget for asking about reviews is spent' };
+      return { kind: 'unasked' as const, why: 'the sweep’s budget for asking about reviews is spent', tried: false };
     const read = await askInPass(funding.transferId, pass);
-    if (read.kind !== 'unasked') {
+    // One the wallet could not answer about is seen too: a transfer it cannot show for good (one broken record) must
+    // not stop every sweep's asking at it, the oldest; it is asked again after the others.
+    if (read.kind !== 'unasked' || read.tried) {
       pass.reviewsAsked += 1;
       await fundings.seeReviewAsked(funding.id);
     }
