@@ -82,6 +82,8 @@ const OPEN_HOLD_RANGE = 50_000n;
  * the pass's progress kept and its other repairs done.
  */
 const PASS_BUDGET_MS = 60_000;
+/** Retrieves in a row the wallet could not answer now (a 5xx, no answer) after which a pass asks it nothing more. */
+const TRANSIENT_IN_A_ROW = 3;
 
 /** What one sweep learned that changes how it goes on. */
 interface SweepPassState {
@@ -93,6 +95,8 @@ interface SweepPassState {
   reviewsUntil: number | null;
   /** Reviews asked of the wallet in this pass. */
   reviewsAsked: number;
+  /** Retrieves in a row the wallet could not answer now. */
+  transientInARow: number;
 }
 /**
  * A lane's run whose workflow task is on this attempt or later has failed it again and again: it is not working
@@ -149,45 +153,44 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
   }
 
   /**
-   * The wallet's word on a funding's transfer in the pass over stuck fundings, or why it was not asked. A wallet that
-   * could not answer one retrieve now is asked nothing more in this pass: the funding is left as it is for a later
-   * sweep (its hold kept), and the repairs after the pass run. Before, the failure failed the sweep's attempt, and
+   * The wallet's word on a funding's transfer in the pass over stuck fundings, or why it was not asked (`tried`: it was
+   * asked, and could not answer now). A wallet that answers a 429, or could not answer TRANSIENT_IN_A_ROW retrieves in
+   * a row (a 5xx, no answer), is asked nothing more in this pass: the fundings are left as they are for a later sweep
+   * (their holds kept), and the repairs after the pass run. Before, one such failure failed the sweep's attempt, and
    * each attempt began again at the oldest candidate: one transfer the wallet could not show stopped every sweep.
    */
   async function askInPass(transferId: string, pass: SweepPassState) {
     if (pass.unasked !== null) return { kind: 'unasked' as const, why: pass.unasked, tried: false };
     try {
-      return await readTransfer(transferId);
+      const read = await readTransfer(transferId);
+      pass.transientInARow = 0;
+      return read;
     } catch (error) {
       if (!isWalletTransient(error)) throw error;
-      pass.unasked = `the wallet could not answer now (${(error as Error).message})`;
+      const why = `the wallet could not answer now (${(error as Error).message})`;
+      pass.transientInARow += 1;
+      if (isRateLimited(error as ApplicationFailure) || pass.transientInARow >= TRANSIENT_IN_A_ROW) pass.unasked = why;
       logger.warn(
-        { err: (error as Error).message },
-        'sweep: the wallet could not answer a retrieve now; asked again next sweep',
+        { err: (error as Error).message, askingStops: pass.unasked !== null },
+        'sweep: the wallet could not answer a retrieve now; asked again in a later sweep',
       );
-      return { kind: 'unasked' as const, why: pass.unasked, tried: true };
+      return { kind: 'unasked' as const, why, tried: true };
     }
   }
 
   /**
    * A review's transfer asked of the wallet, within the pass's budget for reviews (PASS_BUDGET_MS from the first: at
-   * least one a sweep). A review asked and still in review is seen (`owner_seen_at`): the next sweeps ask the ones not
-   * asked yet before it again, so thousands of reviews after an incident are asked over several sweeps, oldest first,
-   * each about every RECONCILE_AFTER_SECONDS, and never hold up the repairs after the pass.
+   * least one a sweep); none once a resolution timed out in this sweep (it could not be resolved now).
    */
   async function askAboutReview(funding: Funding & { transferId: string }, pass: SweepPassState) {
     const now = Date.now();
     pass.reviewsUntil ??= now + passBudget;
+    if (pass.resolveTimedOut)
+      return { kind: 'unasked' as const, why: 'a resolution timed out in this sweep', tried: false };
     if (pass.reviewsAsked > 0 && now >= pass.reviewsUntil)
       return { kind: 'unasked' as const, why: 'the sweep’s budget for asking about reviews is spent', tried: false };
-    const read = await askInPass(funding.transferId, pass);
-    // One the wallet could not answer about is seen too: a transfer it cannot show for good (one broken record) must
-    // not stop every sweep's asking at it, the oldest; it is asked again after the others.
-    if (read.kind !== 'unasked' || read.tried) {
-      pass.reviewsAsked += 1;
-      await fundings.seeReviewAsked(funding.id);
-    }
-    return read;
+    pass.reviewsAsked += 1;
+    return askInPass(funding.transferId, pass);
   }
 
   /**
@@ -263,6 +266,13 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
           note('resolved-from-wallet', `the wallet says ${read.status}`, true);
           return;
         }
+        // Final at the wallet, not resolved now: asked again next sweep.
+      } else if (read && (read.kind !== 'unasked' || read.tried)) {
+        // Asked, and in review still by the wallet's word (or its refusal, or no answer): seen, so the next sweeps ask
+        // the reviews not asked since first, each about every RECONCILE_AFTER_SECONDS; thousands after an incident are
+        // asked over several sweeps, and one the wallet can never show does not stop each sweep's asking at it, the
+        // oldest.
+        await fundings.seeReviewAsked(funding.id);
       }
       note(
         'left-for-ops',
@@ -272,11 +282,17 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
             : read?.kind === 'refused'
               ? `retrieve refused: ${read.code}`
               : read
-                ? `not asked in this sweep: ${read.why}`
+                ? `${read.tried ? 'no answer now' : 'not asked in this sweep'}: ${read.why}`
                 : 'no transfer to read'
         }`,
         false,
       );
+      return;
+    }
+    // The wallet is asked nothing more in this pass: a funding its transfer must be read for is not claimed (a claim
+    // keeps it from the next sweeps for RECONCILE_AFTER_SECONDS).
+    if (pass.unasked !== null && funding.transferId !== null) {
+      note('left-for-ops', `not asked in this sweep: ${pass.unasked}`, false);
       return;
     }
     // Waiting in a lane whose run is working (a backlog, or a lane slowed by the wallet's 429s): left
@@ -570,7 +586,13 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       // Counts of everything, lists of the first few: the report is one Temporal payload (sweep-tally.ts).
       const tally = createSweepTally({ logger, metrics: deps.metrics });
       const { report } = tally;
-      const pass: SweepPassState = { resolveTimedOut: false, unasked: null, reviewsUntil: null, reviewsAsked: 0 };
+      const pass: SweepPassState = {
+        resolveTimedOut: false,
+        unasked: null,
+        reviewsUntil: null,
+        reviewsAsked: 0,
+        transientInARow: 0,
+      };
       for (const candidates of [fundings.listUnfinished, fundings.listStrayBatchItems]) {
         for await (const funding of everyRow((after) =>
           candidates({ idleSince: before, limit, ...(after ? { after } : {}) }),
