@@ -16,7 +16,14 @@ import {
   type TransferProgress,
 } from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
-import { isConflictOf, isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
+import {
+  isConflictOf,
+  isUnreadableAnswer,
+  isWalletError,
+  type Transfer,
+  type WalletClient,
+  type WalletError,
+} from '../wallet/index.ts';
 import type { TokenVault } from '../links/token-vault.ts';
 import { callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
 import { walletRetry } from './wallet-retry.ts';
@@ -122,10 +129,12 @@ export async function readBack(ctx: FundingContext, fundingId: string, transferI
     return transferProgressOf(result.data, result.requestReferenceNo);
   } catch (error) {
     if (!isWalletError(error)) throw error;
-    if (error.outcome !== 'rejected') retryLater(error);
+    // A 2xx it cannot read counts as a refusal to show the transfer: persistent, the funding goes to review after
+    // MAX_REFUSED_RETRIEVES (workflows/fund-wallet.ts) with the evidence, where it was asked for ever, RECONCILING.
+    if (error.outcome !== 'rejected' && !isUnreadableAnswer(error)) retryLater(error);
     ctx.logger.error(
-      { fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo },
-      'retrieve transfer refused',
+      { fundingId, code: error.code, httpStatus: error.httpStatus, requestReferenceNo: error.requestReferenceNo },
+      'retrieve transfer refused, or answered with what cannot be read',
     );
     return {
       kind: 'refused',

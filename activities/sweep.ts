@@ -18,7 +18,7 @@ import { RECONCILIATION_ACTOR } from '../lib/ops-keys.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { workflowRunState } from '../lib/temporal.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
-import { isWalletError, type WalletClient } from '../wallet/index.ts';
+import { isUnreadableAnswer, isWalletError, type WalletClient } from '../wallet/index.ts';
 import {
   resolveFundingUpdate,
   startFundWallet,
@@ -130,8 +130,13 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     }
   }
 
-  /** The wallet's word on a transfer: its record, or the refusal; transient failures retry the sweep. */
-  async function readTransfer(transferId: string) {
+  /**
+   * The wallet's word on a transfer: its record, or the refusal; transient failures retry the sweep.
+   * `unreadableAsRefusal`: a 2xx that cannot be read is the wallet's way of showing nothing usable, as a refusal (a
+   * funding whose execute's outcome is unknown goes to review with it, never left to be asked for ever); else it is a
+   * transient failure.
+   */
+  async function readTransfer(transferId: string, unreadableAsRefusal = false) {
     try {
       const { data, requestReferenceNo } = await deps.wallet.retrieveTransfer(transferId);
       return {
@@ -142,7 +147,8 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       };
     } catch (error) {
       if (!isWalletError(error)) throw error;
-      if (error.outcome !== 'rejected') throw walletRetry(error, `retrieve ${error.code}`);
+      if (error.outcome !== 'rejected' && !(unreadableAsRefusal && isUnreadableAnswer(error)))
+        throw walletRetry(error, `retrieve ${error.code}`);
       return {
         kind: 'refused' as const,
         code: error.code,
@@ -162,7 +168,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
   async function askInPass(transferId: string, pass: SweepPassState) {
     if (pass.unasked !== null) return { kind: 'unasked' as const, why: pass.unasked, tried: false };
     try {
-      const read = await readTransfer(transferId);
+      const read = await readTransfer(transferId, true);
       pass.transientInARow = 0;
       return read;
     } catch (error) {

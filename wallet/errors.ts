@@ -84,6 +84,15 @@ export function isCredentialsRefusal(error: WalletError): boolean {
   return error.code === 'invalid_client' || (error.httpStatus === 401 && error.code === 'CLIENT_TOKEN_INVALID');
 }
 
+/**
+ * A read the wallet answered 2xx with what cannot be used: not the contract's shape (a status it does not name, a field
+ * missing), or about another record. The wallet is up and shows nothing usable, as when it refuses to show the record:
+ * asked again, it most likely answers the same. (A 5xx, a 429 or no answer is the wallet unable to answer now.)
+ */
+export function isUnreadableAnswer(error: WalletError): boolean {
+  return error.outcome !== 'rejected' && error.httpStatus !== null && error.httpStatus >= 200 && error.httpStatus < 300;
+}
+
 /** The longest Retry-After honoured as given; a longer one waits this long. */
 export const MAX_RETRY_AFTER_MS = 5 * 60_000;
 

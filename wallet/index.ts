@@ -10,6 +10,7 @@ export {
   MIN_RETRY_AFTER_MS,
   WalletError,
   isCredentialsRefusal,
+  isUnreadableAnswer,
   isWalletError,
   retryDelayOf,
   transportCodes,

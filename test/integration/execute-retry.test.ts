@@ -79,3 +79,25 @@ describe('a retried execute activity', () => {
     expect(await callsFor(first.transferId, since)).toEqual(['transfers.execute']);
   });
 });
+
+describe('a retrieve the wallet answers 2xx with what cannot be read', () => {
+  it('counts as its refusal to show the transfer (toward review), not as the wallet unable to answer now, asked for ever; a 5xx still is', async () => {
+    const { transferId } = await createdTransfer();
+    const retrieve = () =>
+      new MockActivityEnvironment({ startToCloseTimeoutMs: fundWalletActivityTimeouts.retrieveMs }).run(
+        activities.retrieveTransfer,
+        randomUUID(),
+        transferId,
+      );
+    try {
+      await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'garbage-body', rate: 1 }]);
+      // Before: a retryable failure, so a funding whose execute's outcome was unknown stayed RECONCILING for good
+      // while the wallet answered so, never in review (MAX_REFUSED_RETRIEVES counts refusals).
+      expect(await retrieve()).toMatchObject({ kind: 'refused', code: 'UNPARSABLE_RESPONSE', httpStatus: 200 });
+      await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'error-before-effect', rate: 1 }]);
+      await expect(retrieve()).rejects.toMatchObject({ type: 'WalletTransient' });
+    } finally {
+      await stack.admin.setFaults([]);
+    }
+  });
+});

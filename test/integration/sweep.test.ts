@@ -382,6 +382,27 @@ describe('the sweep’s reviews', () => {
       expect(await stack.database.funding.findUnique({ where: { id } })).toMatchObject({ status: 'NEEDS_REVIEW' });
   }, 60_000);
 
+  it('sends to review a funding whose workflow is gone after an unknown execute, when the wallet answers its retrieve with what cannot be read', async () => {
+    await onlyNewCandidates();
+    const { code } = await codeOfNewUser();
+    const created = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
+    const id = await insertFunding({ status: 'EXECUTING', code, transferId: created.data.transferId });
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'garbage-body', rate: 1 }]);
+    try {
+      // Before: a transient failure, asked again every sweep for ever, never before a person.
+      await sweep();
+    } finally {
+      await stack.admin.setFaults([]);
+    }
+    expect(await stack.database.funding.findUnique({ where: { id } })).toMatchObject({
+      status: 'NEEDS_REVIEW',
+      reviewReason: expect.stringContaining('UNPARSABLE_RESPONSE'),
+    });
+  }, 60_000);
+
   it('asks about reviews for the pass’s budget each sweep, each asked one seen: the next sweep asks those not asked yet', async () => {
     // A budget spent at the first review: one asked a sweep.
     const sweepOnce = () =>
