@@ -36,6 +36,15 @@ const withdrawalMessages: Record<string, string> = {
 };
 
 export function withdrawalOutcome(status: FundingStatus, errorCode: string | null, amount: string): Outcome {
+  if (status === 'NEEDS_REVIEW') {
+    return {
+      final: false,
+      tone: 'info',
+      title: 'We’re checking your withdrawal',
+      message:
+        'The wallet did not confirm this withdrawal in time, so we are checking it. Please do not withdraw again; this page updates when it is resolved.',
+    };
+  }
   if (!isFinalFundingStatus(status)) {
     return {
       final: false,
