@@ -187,12 +187,22 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
+    // Where PUBLIC_URL is unset (a development host), the URL is built on the request's Host: one that names no URL
+    // (`localhost:99999`) is refused before a grant is minted, which no one would receive.
+    const url = URL.parse('/connect/start', deps.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`);
+    if (!url) {
+      sendProblem(res, {
+        status: 400,
+        code: 'VALIDATION_ERROR',
+        title: 'Bad Request',
+        detail: 'the request’s Host header names no URL to build the login URL on (set PUBLIC_URL); nothing stored',
+      });
+      return;
+    }
     const { token, expiresAt } = await mintLoginGrant(deps.database, {
       ...parsed.data,
       actor: opsKeyNameOf(res.locals),
     });
-    const base = deps.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`;
-    const url = new URL('/connect/start', base);
     url.searchParams.set('login', token);
     res.setHeader('Cache-Control', 'no-store');
     res

@@ -1321,6 +1321,23 @@ describe('connect', () => {
     expect(await stack.database.loginGrant.count()).toBeGreaterThanOrEqual(before);
   });
 
+  it('POST /ops/links/login-urls without PUBLIC_URL: a Host header that names no URL gets a 400 problem and mints nothing', async () => {
+    const before = await stack.database.loginGrant.count();
+    for (const host of ['localhost:99999', 'a:b:c']) {
+      const response = await ops({
+        method: 'POST',
+        target: '/ops/links/login-urls',
+        headers: [['Content-Type', 'application/json']],
+        body: JSON.stringify({ partnerUserId: 'host-user' }),
+        host,
+      });
+      // Before: 500, a grant minted that no one received.
+      expectSafe(response, 'ops');
+      expect(response.status, `${host}: ${response.body.slice(0, 300)}`).toBe(400);
+    }
+    expect(await stack.database.loginGrant.count()).toBe(before);
+  });
+
   it('GET /connect/callback: hostile queries get a page and never consume a pending login', async () => {
     const state = fc.oneof(
       fc.constantFrom(

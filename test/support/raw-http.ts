@@ -13,6 +13,8 @@ export interface RawRequest {
   contentLength?: number | null;
   /** The client's own address (e.g. 127.0.0.2, to be a peer other than 127.0.0.1). */
   localAddress?: string;
+  /** The Host header's value, sent verbatim; default: the base URL's host. */
+  host?: string;
 }
 
 export interface RawResponse {
@@ -66,7 +68,10 @@ export function encodeRawRequest(request: RawRequest, host: string): Buffer {
         ? request.body
         : Buffer.from(request.body, 'utf8');
   const lines: Buffer[] = [
-    Buffer.from(`${request.method} ${request.target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n`, 'latin1'),
+    Buffer.from(
+      `${request.method} ${request.target} HTTP/1.1\r\nHost: ${request.host ?? host}\r\nConnection: close\r\n`,
+      'latin1',
+    ),
   ];
   for (const [name, value] of request.headers ?? []) {
     lines.push(
