@@ -78,6 +78,15 @@ export function createFundingSteps(ctx: FundingContext): FundingStepActivities {
         if (clock.attempt > 1) {
           await beforeCall(ctx, fundingId, fence, clock);
           const seen = await readBack(ctx, fundingId, transferId);
+          // A read that shows nothing (refused, or off the contract) after an attempt that may have executed: the
+          // execute's outcome is unknown, and the workflow reconciles it (RECONCILING, the evidence kept).
+          if (seen.kind === 'refused')
+            return {
+              kind: 'unknown',
+              code: `RETRIEVE_BEFORE_EXECUTE_${seen.code}`.slice(0, 64),
+              requestReferenceNo: seen.requestReferenceNo,
+              httpStatus: seen.httpStatus,
+            };
           if (seen.kind !== 'not-executed') return seen;
         }
         // The claim read from the database right before the execute.

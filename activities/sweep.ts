@@ -154,6 +154,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         code: error.code,
         httpStatus: error.httpStatus,
         requestReferenceNo: error.requestReferenceNo,
+        offContract: error.offContract,
       };
     }
   }
@@ -169,7 +170,13 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     if (pass.unasked !== null) return { kind: 'unasked' as const, why: pass.unasked, tried: false };
     try {
       const read = await readTransfer(transferId, true);
-      pass.transientInARow = 0;
+      // An answer off the contract counts toward stopping too: a wallet that answers every retrieve so (an interface
+      // changed under us) sends a few fundings to review a sweep, not every funding in doubt at once.
+      if (read.kind === 'refused' && read.offContract) {
+        pass.transientInARow += 1;
+        if (pass.transientInARow >= TRANSIENT_IN_A_ROW)
+          pass.unasked = `the wallet answered ${TRANSIENT_IN_A_ROW} retrieves in a row off the contract (${read.code})`;
+      } else pass.transientInARow = 0;
       return read;
     } catch (error) {
       if (!isWalletTransient(error)) throw error;
@@ -272,14 +279,12 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
           note('resolved-from-wallet', `the wallet says ${read.status}`, true);
           return;
         }
-        // Final at the wallet, not resolved now: asked again next sweep.
-      } else if (read && (read.kind !== 'unasked' || read.tried)) {
-        // Asked, and in review still by the wallet's word (or its refusal, or no answer): seen, so the next sweeps ask
-        // the reviews not asked since first, each about every RECONCILE_AFTER_SECONDS; thousands after an incident are
-        // asked over several sweeps, and one the wallet can never show does not stop each sweep's asking at it, the
-        // oldest.
-        await fundings.seeReviewAsked(funding.id);
       }
+      // Asked, and in review still (by the wallet's word, its refusal, no answer, or a final word its run could not take
+      // now): seen, so the next sweeps ask the reviews not asked since first, each about every RECONCILE_AFTER_SECONDS;
+      // thousands after an incident are asked over several sweeps, and one that cannot be settled now (the wallet can
+      // never show it, its run is taken up by no worker) does not stop each sweep's asking at it, the oldest.
+      if (read && (read.kind !== 'unasked' || read.tried)) await fundings.seeReviewAsked(funding.id);
       note(
         'left-for-ops',
         `in review: ${
@@ -379,10 +384,10 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         requestReferenceNo: read.requestReferenceNo,
         httpStatus: read.httpStatus,
         code: read.code,
-        outcome: 'rejected',
+        outcome: read.offContract ? 'off-contract' : 'rejected',
       };
       await parkForReview(
-        `reconciliation: its workflow ended with the execute's outcome unknown, and the wallet refuses to show the transfer (${read.code})`,
+        `reconciliation: its workflow ended with the execute's outcome unknown, and the wallet ${read.offContract ? 'answers off the contract about' : 'refuses to show'} the transfer (${read.code})`,
         [evidence],
         `retrieve refused: ${read.code}`,
       );

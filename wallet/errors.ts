@@ -25,6 +25,8 @@ export interface WalletErrorDetails {
   retryAfterMs?: number;
   /** The service's own message, with every secret of the call removed. */
   serviceMessage?: string;
+  /** A 2xx whose JSON is not the contract's shape, or about another record (UnusableResponseError.offContract). */
+  offContract?: boolean;
   cause?: unknown;
 }
 
@@ -53,6 +55,7 @@ export class WalletError extends Error {
   readonly requestReferenceNo: string;
   readonly retryAfterMs: number | undefined;
   readonly serviceMessage: string | undefined;
+  readonly offContract: boolean;
 
   constructor(details: WalletErrorDetails, explanation?: string) {
     const status = details.httpStatus === null ? 'no HTTP status' : `HTTP ${details.httpStatus}`;
@@ -68,6 +71,7 @@ export class WalletError extends Error {
     this.requestReferenceNo = details.requestReferenceNo;
     this.retryAfterMs = details.retryAfterMs;
     this.serviceMessage = details.serviceMessage;
+    this.offContract = details.offContract ?? false;
   }
 }
 
@@ -85,12 +89,13 @@ export function isCredentialsRefusal(error: WalletError): boolean {
 }
 
 /**
- * A read the wallet answered 2xx with what cannot be used: not the contract's shape (a status it does not name, a field
- * missing), or about another record. The wallet is up and shows nothing usable, as when it refuses to show the record:
- * asked again, it most likely answers the same. (A 5xx, a 429 or no answer is the wallet unable to answer now.)
+ * A read the wallet answered 2xx with JSON it cannot use: not the contract's shape (a status it does not name, a field
+ * missing), or about another record. The service itself answered, and shows nothing usable, as when it refuses to show
+ * the record: asked again, it most likely answers the same. (A body that is not JSON, such as a proxy's or a gateway's
+ * page, a 5xx, a 429 or no answer is the wallet unable to answer now.)
  */
 export function isUnreadableAnswer(error: WalletError): boolean {
-  return error.outcome !== 'rejected' && error.httpStatus !== null && error.httpStatus >= 200 && error.httpStatus < 300;
+  return error.outcome !== 'rejected' && error.offContract;
 }
 
 /** The longest Retry-After honoured as given; a longer one waits this long. */

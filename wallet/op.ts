@@ -225,6 +225,7 @@ export function createOpCalls(
               'PAYMENT_MISMATCH',
               'unknown',
               'the answer is about another payment than the one executed',
+              true,
             );
           return payment;
         },

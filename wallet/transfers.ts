@@ -55,6 +55,7 @@ export function createTransferCalls(settings: TransferSettings, transport: Walle
         'TRANSFER_MISMATCH',
         'unknown',
         'the answer is about another transfer than the one asked for',
+        true,
       );
     }
     return transfer;

@@ -42,6 +42,11 @@ export class UnusableResponseError extends Error {
     /** null: the outcome table decides (as for any unparsable answer); else fixed. */
     readonly fixedOutcome: WalletOutcome | null,
     message: string,
+    /**
+     * The answer is JSON, but not the contract's shape or about another record: the service itself answered so (a
+     * body that is not JSON may be a proxy's or a gateway's page).
+     */
+    readonly offContract = false,
   ) {
     super(message);
   }
@@ -57,6 +62,7 @@ export function parseWith<S extends z.ZodType>(schema: S): (body: unknown) => z.
       transportCodes.unparsableResponse,
       null,
       `response does not match the contract at ${fields.slice(0, 5).join(', ')}`,
+      true,
     );
   };
 }
@@ -199,6 +205,7 @@ export function createWalletTransport(options: WalletTransportOptions): WalletTr
             code: unusable.code,
             outcome,
             requestReferenceNo,
+            ...(unusable.offContract ? { offContract: true } : {}),
             ...(unusable === error ? {} : { cause: error }),
           },
           redact(unusable.message, call.secrets),

@@ -80,8 +80,8 @@ describe('a retried execute activity', () => {
   });
 });
 
-describe('a retrieve the wallet answers 2xx with what cannot be read', () => {
-  it('counts as its refusal to show the transfer (toward review), not as the wallet unable to answer now, asked for ever; a 5xx still is', async () => {
+describe('a retrieve the wallet answers 2xx off the contract', () => {
+  it('counts as its refusal to show the transfer (toward review), not as the wallet unable to answer now, asked for ever; a page that is not JSON (a proxy’s) and a 5xx still are', async () => {
     const { transferId } = await createdTransfer();
     const retrieve = () =>
       new MockActivityEnvironment({ startToCloseTimeoutMs: fundWalletActivityTimeouts.retrieveMs }).run(
@@ -90,12 +90,25 @@ describe('a retrieve the wallet answers 2xx with what cannot be read', () => {
         transferId,
       );
     try {
-      await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'garbage-body', rate: 1 }]);
+      // Another transfer's record: JSON the service sent, off the contract.
+      await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'altered-answer', rate: 1 }]);
       // Before: a retryable failure, so a funding whose execute's outcome was unknown stayed RECONCILING for good
       // while the wallet answered so, never in review (MAX_REFUSED_RETRIEVES counts refusals).
-      expect(await retrieve()).toMatchObject({ kind: 'refused', code: 'UNPARSABLE_RESPONSE', httpStatus: 200 });
-      await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'error-before-effect', rate: 1 }]);
-      await expect(retrieve()).rejects.toMatchObject({ type: 'WalletTransient' });
+      expect(await retrieve()).toMatchObject({ kind: 'refused', code: 'TRANSFER_MISMATCH', httpStatus: 200 });
+      // A retried execute's read first, answered so: the execute's outcome is unknown (reconciled, its evidence kept),
+      // and no execute is sent.
+      const since = new Date();
+      expect(
+        await new MockActivityEnvironment({
+          attempt: 2,
+          startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs,
+        }).run(activities.executeTransfer, randomUUID(), transferId),
+      ).toMatchObject({ kind: 'unknown', code: 'RETRIEVE_BEFORE_EXECUTE_TRANSFER_MISMATCH' });
+      expect(await callsFor(transferId, since)).toEqual(['transfers.retrieve']);
+      for (const mode of ['garbage-body', 'error-before-effect'] as const) {
+        await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode, rate: 1 }]);
+        await expect(retrieve(), mode).rejects.toMatchObject({ type: 'WalletTransient' });
+      }
     } finally {
       await stack.admin.setFaults([]);
     }

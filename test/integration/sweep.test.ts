@@ -382,7 +382,7 @@ describe('the sweep’s reviews', () => {
       expect(await stack.database.funding.findUnique({ where: { id } })).toMatchObject({ status: 'NEEDS_REVIEW' });
   }, 60_000);
 
-  it('sends to review a funding whose workflow is gone after an unknown execute, when the wallet answers its retrieve with what cannot be read', async () => {
+  it('sends to review a funding whose workflow is gone after an unknown execute, when the wallet answers its retrieve off the contract', async () => {
     await onlyNewCandidates();
     const { code } = await codeOfNewUser();
     const created = await stack.wallet.createTransfer({
@@ -390,7 +390,7 @@ describe('the sweep’s reviews', () => {
       amount: { currency: 'PHP', value: '12.00' },
     });
     const id = await insertFunding({ status: 'EXECUTING', code, transferId: created.data.transferId });
-    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'garbage-body', rate: 1 }]);
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'altered-answer', rate: 1 }]);
     try {
       // Before: a transient failure, asked again every sweep for ever, never before a person.
       await sweep();
@@ -399,7 +399,7 @@ describe('the sweep’s reviews', () => {
     }
     expect(await stack.database.funding.findUnique({ where: { id } })).toMatchObject({
       status: 'NEEDS_REVIEW',
-      reviewReason: expect.stringContaining('UNPARSABLE_RESPONSE'),
+      reviewReason: expect.stringContaining('TRANSFER_MISMATCH'),
     });
   }, 60_000);
 
