@@ -280,10 +280,11 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
           return;
         }
       }
-      // Asked, and in review still (by the wallet's word, its refusal, no answer, or a final word its run could not take
-      // now): seen, so the next sweeps ask the reviews not asked since first, each about every RECONCILE_AFTER_SECONDS;
-      // thousands after an incident are asked over several sweeps, and one that cannot be settled now (the wallet can
-      // never show it, its run is taken up by no worker) does not stop each sweep's asking at it, the oldest.
+      // Asked, and in review still (by the wallet's word, its refusal, no answer, or a final word its run could not
+      // take now): seen, so the next sweeps ask the reviews not asked since first, each about every
+      // RECONCILE_AFTER_SECONDS; thousands after an incident are asked over several sweeps, and one that cannot be
+      // settled now (the wallet can never show it, its run is taken up by no worker) does not stop each sweep's asking
+      // at it, the oldest.
       if (read && (read.kind !== 'unasked' || read.tried)) await fundings.seeReviewAsked(funding.id);
       note(
         'left-for-ops',
