@@ -219,10 +219,11 @@ function temporaryFailureBody(style: ErrorStyle): unknown {
     : { code: '7011', message: 'Temporary failure, try again' };
 }
 
-function rateLimitedBody(style: ErrorStyle): unknown {
+function rateLimitedBody(style: ErrorStyle, seconds: number): unknown {
+  const wait = `${seconds} second${seconds === 1 ? '' : 's'}`;
   return style === 'oauth'
-    ? { error: 'temporarily_unavailable', error_description: 'too many requests, retry after 1 second' }
-    : { code: 'RATE_LIMITED', message: 'Too many requests, retry after 1 second' };
+    ? { error: 'temporarily_unavailable', error_description: `too many requests, retry after ${wait}` }
+    : { code: 'RATE_LIMITED', message: `Too many requests, retry after ${wait}` };
 }
 
 /** Resolves when the caller has gone (socket closed) or the sandbox shuts down. */
@@ -332,7 +333,7 @@ export function withFaults(
           return void res
             .status(fault.status ?? 429)
             .set('Retry-After', String(fault.retryAfterSeconds ?? 1))
-            .json(rateLimitedBody(style));
+            .json(rateLimitedBody(style, fault.retryAfterSeconds ?? 1));
         case 'late-effect':
           sendGatewayError(res, fault.status ?? 504);
           context.lateEffects.schedule(fault.delayMs, () => runHandler(handler, req));

@@ -209,6 +209,9 @@ const errorExplanations: Record<string, string> = {
   access_denied: 'You cancelled the wallet login, so your wallet is not linked.',
 };
 
+/** When a login refused for our own client credentials (CONNECT_CLIENT_SECRET) may be tried again. */
+const CREDENTIALS_REFUSED_RETRY_AFTER_SECONDS = 300;
+
 export function connectRouter(deps: ConnectDependencies): Router {
   const router = strictRouter();
   const add = routesOn(router);
@@ -501,7 +504,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
         deps.logger,
         { code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined },
         ourCredentials
-          ? "connect callback failed: the wallet refused this partner's client credentials (check WALLET_CLIENT_SECRET)"
+          ? "connect callback failed: the wallet refused this partner's client credentials (check CONNECT_CLIENT_SECRET)"
           : 'connect callback failed',
       );
       await deps.database.$transaction([
@@ -523,6 +526,8 @@ export function connectRouter(deps: ConnectDependencies): Router {
         return;
       }
       if (ourCredentials) {
+        // Not soon: a person must mend the configuration (the route's 503 says when to come back).
+        res.setHeader('Retry-After', String(CREDENTIALS_REFUSED_RETRY_AFTER_SECONDS));
         page(res, 503, {
           tone: 'error',
           title: 'Your wallet was not linked',

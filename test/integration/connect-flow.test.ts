@@ -250,6 +250,8 @@ describe('/connect/callback', () => {
       { endpoint: 'connect.token', mode: 'error-before-effect', rate: 1, status: 401, code: 'invalid_client' },
     ]);
     expect(answer.status).toBe(503);
+    // Every 503 says when to come back (the route declares Retry-After); this one's answer had none.
+    expect(Number(answer.retryAfter)).toBeGreaterThan(0);
     expect(answer.text).toContain('Your wallet was not linked');
     expect(answer.text).toContain('for a reason on our side');
     expect(answer.text).not.toContain('refused this login');
