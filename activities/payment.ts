@@ -149,6 +149,17 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         // A concurrent attempt stored its payment first: that one is the payment; this one is never executed.
         if (!kept.stored) {
           await stopIfOvertaken(id, fence);
+          if (kept.walletPaymentId === null && kept.status !== 'CREATING') {
+            // Answered after the run moved the payment on: this wallet payment is never executed, and said so.
+            logger.warn(
+              { paymentId: id, walletPaymentId: created.data.walletPaymentId, status: kept.status },
+              'a payment create answered after its payment moved on: that wallet payment is never executed',
+            );
+            throw ApplicationFailure.nonRetryable(
+              `payment ${id} moved on to ${kept.status} while its create was answered`,
+              paymentFailureTypes.ownerLost,
+            );
+          }
           if (kept.walletPaymentId === null)
             throw ApplicationFailure.nonRetryable('payment id not stored', paymentFailureTypes.corrupt);
           return { kind: 'created', walletPaymentId: kept.walletPaymentId, requestReferenceNo: null };

@@ -288,26 +288,31 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     markCreating: (id: string, fence?: PaymentFence) => move(id, 'CREATING', null, 'creating the payment', { fence }),
 
     /**
-     * Stores the wallet's payment id and fee once, by the payment's owner. When a concurrent
-     * attempt stored its payment first, that one is the payment (answered) and this one is never
-     * executed.
+     * Stores the wallet's payment id and fee once, by the payment's owner, while the payment is CREATING. When a
+     * concurrent attempt stored its payment first, that one is the payment (answered) and this one is never executed;
+     * when the payment moved on meanwhile (an attempt answered late, after its run's next attempt sent it to review or
+     * ended it), nothing is stored: a payment in review with no wallet payment id may be resolved only FAILED, and an
+     * id stored late would offer SUCCEEDED for a payment never executed.
      */
     async storeCreated(
       id: string,
       created: { walletPaymentId: string; fee: Amount },
       fence?: PaymentFence,
-    ): Promise<{ stored: boolean; walletPaymentId: string | null }> {
+    ): Promise<{ stored: boolean; walletPaymentId: string | null; status: PaymentStatus }> {
       const stored = await database.payment.updateMany({
-        where: { id, walletPaymentId: null, ...fenced(fence) },
+        where: { id, walletPaymentId: null, status: 'CREATING', ...fenced(fence) },
         data: {
           walletPaymentId: created.walletPaymentId,
           feeCurrency: created.fee.currency,
           fee: toNumeric(thousandthsIn(created.fee.value)),
         },
       });
-      if (stored.count === 1) return { stored: true, walletPaymentId: created.walletPaymentId };
-      const current = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });
-      return { stored: false, walletPaymentId: current.walletPaymentId };
+      if (stored.count === 1) return { stored: true, walletPaymentId: created.walletPaymentId, status: 'CREATING' };
+      const current = await database.payment.findUniqueOrThrow({
+        where: { id },
+        select: { walletPaymentId: true, status: true },
+      });
+      return { stored: false, walletPaymentId: current.walletPaymentId, status: current.status };
     },
 
     /** → EXECUTING; the event carries the create call's Request-Reference-No. */

@@ -717,6 +717,30 @@ describe('payments: a stale run of a payment (the same fences in pay-wallet)', (
     }
   });
 
+  it('a create answered after its run sent the payment to review stores no wallet payment id: the review offers only FAILED, as for a payment never executed', async () => {
+    // Found by a read: the id was stored whatever the payment's status, by the run's own fence; a payment in review
+    // with no wallet payment id may be resolved only FAILED, and the late id offered SUCCEEDED for a payment the
+    // wallet never executed (its revenue posted, payment.succeeded sent).
+    const { id } = await storedPayment();
+    const gate = walletGate(stack.wallet);
+    const run = runOf(gate, 'late');
+    const loaded = await inActivity(run.loadPayment, [id]);
+    await inActivity(run.markPaymentCreating, [id, loaded.fence]);
+    const held = gate.hold('createPayment', 'after', 'late');
+    const late = inActivity(run.createPayment, [id, loaded.fence]);
+    await held.reached;
+    // Meanwhile the run's next attempt found nothing it could use (a mismatched answer): the payment sent to review.
+    expect(await payments.parkForReview(id, 'the wallet created something else than asked', [], loaded.fence)).toBe(
+      true,
+    );
+    held.release();
+    await expect(late).rejects.toMatchObject({ type: 'PaymentOwnerLost' });
+    expect(await stack.database.payment.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      status: 'NEEDS_REVIEW',
+      walletPaymentId: null,
+    });
+  });
+
   it('a stale run’s refusal never writes FAILED over the execute the run that took over sent', async () => {
     const gate = walletGate(stack.wallet);
     const { linkId, id } = await storedPayment();
