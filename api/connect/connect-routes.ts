@@ -9,7 +9,7 @@ import type { Router } from 'express';
 import { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Database } from '../../lib/database.ts';
-import { LinkOwnedError, saveLinkWithTokens } from '../../links/link-record.ts';
+import { LinkOwnedError, LinkUnlinkedSinceError, saveLinkWithTokens } from '../../links/link-record.ts';
 import { isEmbeddedPartnerUserId } from '../../domain/link.ts';
 import { readLoginToken, spendLoginGrant, type LoginRefusal } from '../../links/login-grants.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -149,6 +149,12 @@ const routes = {
       '303': redirectAnswer('linked: to CONNECT_RETURN_URL with `?linkId=…&status=linked`'),
       '400': htmlAnswer(
         'not linked: a missing, unknown, used or expired state; the user cancelled; the wallet refused the code',
+      ),
+      '403': htmlAnswer(
+        'not linked: the account that logged in does not have the mobile number the login was pinned to',
+      ),
+      '409': htmlAnswer(
+        'not linked: the wallet is linked to another partner user, or its link was unlinked after this login began',
       ),
       '429': rateLimitedPageAnswer,
       '500': failurePage,
@@ -438,6 +444,8 @@ export function connectRouter(deps: ConnectDependencies): Router {
         kind: 'STANDALONE',
         scopes: tokens.scope ? tokens.scope.split(' ').filter(Boolean) : [],
         requestReferenceNo: exchanged.requestReferenceNo,
+        // A link staff unlinked after this login began stays unlinked: an older login never undoes a revoke.
+        loginBegunAt: login.createdAt,
         tokens: {
           accessToken: tokens.accessToken,
           refreshToken: tokens.refreshToken ?? '',
@@ -466,6 +474,28 @@ export function connectRouter(deps: ConnectDependencies): Router {
         ],
       });
     } catch (error) {
+      if (error instanceof LinkUnlinkedSinceError) {
+        deps.logger.warn({ linkId: error.linkId }, 'connect login refused: the link was unlinked after it began');
+        await deps.database.$transaction([
+          deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:unlinked_since' } }),
+          deps.database.linkEvent.create({
+            data: {
+              partnerUserId,
+              type: 'LOGIN_FAILED',
+              detail: `the link was unlinked after this login began (link ${error.linkId})`,
+            },
+          }),
+        ]);
+        page(res, 409, {
+          tone: 'error',
+          title: 'Your wallet was not linked',
+          paragraphs: [
+            'This wallet was unlinked here after this login began, so it was not linked again.',
+            'If you want it linked, please start a new login.',
+          ],
+        });
+        return;
+      }
       if (error instanceof LinkOwnedError) {
         deps.logger.warn(
           { linkId: error.linkId },

@@ -340,4 +340,30 @@ describe('ops links', () => {
     expect((await stack.opsFetch('/ops/links/00000000-0000-4000-8000-000000000000')).status).toBe(404);
     expect((await stack.opsFetch('/ops/links/not-a-uuid')).status).toBe(400);
   });
+
+  it('keeps unlinked a link staff removed after a login began: that login links nothing; one begun after links again', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-revoked' });
+    const partnerUserId = `revoked-${Date.now()}`;
+    const first = await startLogin(user.mobile, partnerUserId);
+    const linkId = (
+      await callback(await loginThroughPages(stack.sandbox, first.location.toString(), 'pw-revoked'))
+    ).headers.get('x-link-id')!;
+    // A login begun (the user at the wallet's login page), then the link removed (a lost phone), then the login's end.
+    const begun = await startLogin(user.mobile, partnerUserId);
+    const params = await loginThroughPages(stack.sandbox, begun.location.toString(), 'pw-revoked');
+    expect((await stack.opsFetch(`/ops/links/${linkId}`, { method: 'DELETE' })).status).toBe(200);
+    const late = await callback(params);
+    // Before: 200, the link ACTIVE again with fresh tokens, money movable through it.
+    expect(late.status).toBe(409);
+    expect(await late.text()).toContain('unlinked here after this login began');
+    expect(await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).toMatchObject({
+      status: 'UNLINKED',
+    });
+    expect(await stack.tokens.read(stack.database, linkId)).toBeNull();
+    // The user's own login after the unlink links again.
+    const after = await startLogin(user.mobile, partnerUserId);
+    const again = await callback(await loginThroughPages(stack.sandbox, after.location.toString(), 'pw-revoked'));
+    expect(again.headers.get('x-link-id')).toBe(linkId);
+    expect(await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).toMatchObject({ status: 'ACTIVE' });
+  });
 });
