@@ -170,7 +170,7 @@ export async function runDev(): Promise<void> {
     const opsApiKeys = [
       process.env.OPS_API_KEYS || devState.opsApiKey,
       ...(runKeys
-        ? [`walletflow-dev-seed:accounts+read:${runKeys.seed}`, `sandbox-launcher:read:${runKeys.launcher}`]
+        ? [`walletflow-dev-seed:accounts+admin+read:${runKeys.seed}`, `sandbox-launcher:read:${runKeys.launcher}`]
         : []),
     ];
 

@@ -347,7 +347,9 @@ walletflow payments resolve); ${apiExits}`,
   ops(
     accounts
       .command('adjust')
-      .description("adjust a partner user's account (other leg: TREASURY) or the treasury (other leg: CAPITAL)")
+      .description(
+        "adjust a partner user's account (other leg: TREASURY) or the treasury (other leg: CAPITAL; scope admin too)",
+      )
       .argument('<account>', 'a partner user id, or TREASURY')
       .requiredOption('--amount <value>', 'signed decimal string: -25.00 debits, 25.00 credits')
       .requiredOption('--reason <text>', 'why (stored with the adjustment)')

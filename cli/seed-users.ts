@@ -95,8 +95,9 @@ const problemSchema = z.object({ code: z.string().optional() }).loose();
 
 /**
  * Seeds the treasury's float and each user's partner balance through the ops API (a key with the
- * `accounts` scope), then reads what each account has now. Idempotent: each adjustment's key is
- * fixed (the treasury's) or the user's own (their profile id), so a restart posts nothing twice.
+ * `accounts` and `admin` scopes: the treasury's float needs both), then reads what each account has
+ * now. Idempotent: each adjustment's key is fixed (the treasury's) or the user's own (their profile
+ * id), so a restart posts nothing twice.
  */
 export async function seedPartnerBalances(options: {
   apiBase: string;

@@ -33,6 +33,14 @@ export interface AdjustmentRequest {
 /** Only a partner user's account or the treasury is adjusted by a person. */
 export const isAdjustableAccount = (account: string): boolean => account === 'TREASURY' || account.startsWith('USER:');
 
+/**
+ * The scopes an adjustment of `account` needs: `accounts`, and for the treasury `admin` too. The treasury's other leg
+ * is CAPITAL, which has no floor: its adjustment raises the float TREASURY_LIMIT bounds (contract section 10 names
+ * only a partner user's adjustment, whose other leg is TREASURY).
+ */
+export const adjustmentScopes = (account: string): ReadonlyArray<'accounts' | 'admin'> =>
+  account === 'TREASURY' ? ['accounts', 'admin'] : ['accounts'];
+
 export type AdjustAccount = (request: AdjustmentRequest) => Promise<AdjustmentResult>;
 
 export function createAdjustAccount(deps: {

@@ -17,7 +17,7 @@ import {
 } from '../../domain/ledger.ts';
 import { acceptedCurrency } from '../../domain/money.ts';
 import { fundingsHoldingOn } from '../../fundings/funding-lookup.ts';
-import { isAdjustableAccount } from '../../ledger/adjustments.ts';
+import { adjustmentScopes, isAdjustableAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor } from '../../ledger/ledger.ts';
 import { lastWholeDay } from '../../ledger/settlement.ts';
 import type { SettlementRun } from '../../ledger/settlement-runs.ts';
@@ -310,7 +310,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
             : []),
         ])}${partnerUserId === null ? '' : `<p><a href="${CONSOLE_PATH}/links?partnerUserId=${escapeHtml(encodeURIComponent(partnerUserId))}">Their linked wallets</a></p>`}`,
       ),
-      isAdjustableAccount(account) && may(person, 'accounts')
+      isAdjustableAccount(account) && adjustmentScopes(account).every((scope) => may(person, scope))
         ? card('adjust', 'Adjust', adjustmentForm(person, parsed.data))
         : '',
       holding === null
@@ -353,6 +353,11 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       });
     if (!parsed.success) {
       refuse(400, 'That is not an account.');
+      return;
+    }
+    const lacking = adjustmentScopes(accountOfPathSegment(parsed.data)).filter((scope) => !may(person, scope));
+    if (lacking.length > 0) {
+      refuse(403, `Adjusting this account needs the ${lacking.join(' and ')} role.`);
       return;
     }
     const key = idempotencyKeySchema.safeParse(formField(req, 'idempotencyKey'));

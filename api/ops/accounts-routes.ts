@@ -17,7 +17,7 @@ import {
 import { idempotencyKeySchema } from '../../domain/funding.ts';
 import { CURRENCY_NOT_ACCEPTED } from '../../domain/money.ts';
 import type { Database } from '../../lib/database.ts';
-import { isAdjustableAccount, type AdjustAccount } from '../../ledger/adjustments.ts';
+import { adjustmentScopes, isAdjustableAccount, type AdjustAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor, type Ledger } from '../../ledger/ledger.ts';
 import { sendProblem } from '../http/problem.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
@@ -25,6 +25,7 @@ import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { resolvedByOf } from './ops-actor.ts';
+import { opsKeyHasScope, opsKeyNameOf } from './ops-key.ts';
 import { idempotencyKeyHeader, malformedBodyCodes } from './ops-answers.ts';
 
 export interface OpsAccountsDependencies {
@@ -83,7 +84,8 @@ const routes = {
     path: '/ops/accounts/{account}/adjustments',
     operationId: 'adjustAccount',
     tag: 'ledger',
-    summary: 'Adjust a partner user’s account (the other leg is TREASURY) or the treasury (the other leg is CAPITAL)',
+    summary:
+      'Adjust a partner user’s account (the other leg is TREASURY) or the treasury (the other leg is CAPITAL; scope admin too)',
     access: { opsScope: 'accounts' },
     params: accountParameter,
     headers: idempotencyKeyHeader,
@@ -174,6 +176,16 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
         code: 'INVALID_ACCOUNT',
         title: 'Bad Request',
         detail: 'only a partner user’s account or TREASURY can be adjusted',
+      });
+      return;
+    }
+    const lacking = adjustmentScopes(account).filter((scope) => !opsKeyHasScope(res.locals, scope));
+    if (lacking.length > 0) {
+      sendProblem(res, {
+        status: 403,
+        code: 'SCOPE_REQUIRED',
+        title: 'Forbidden',
+        detail: `adjusting ${account} needs the ${lacking.join(' and ')} scope, which the ops API key ${opsKeyNameOf(res.locals)} lacks; nothing stored`,
       });
       return;
     }

@@ -8,9 +8,12 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 
 let stack: PartnerStack;
 const seedKey = `wf_test_seed_${randomBytes(24).toString('base64url')}`;
+const accountsKey = `wf_test_accounts_${randomBytes(24).toString('base64url')}`;
 
 beforeAll(async () => {
-  stack = await startPartnerStack({ extraOpsKeys: [`walletflow-dev-seed:accounts+read:${seedKey}`] });
+  stack = await startPartnerStack({
+    extraOpsKeys: [`walletflow-dev-seed:accounts+admin+read:${seedKey}`, `ledger-clerk:accounts+read:${accountsKey}`],
+  });
 });
 afterAll(async () => {
   await stack?.close();
@@ -52,5 +55,27 @@ describe('walletflow dev seeds the partner ledger', () => {
         ),
       ).toHaveLength(1);
     }
+  });
+
+  it('takes the treasury’s float only from a key with admin beside accounts: a clerk’s key adjusts a user’s account, not the treasury', async () => {
+    const adjust = (account: string, idempotencyKey: string) =>
+      fetch(`${stack.apiBase}/ops/accounts/${account}/adjustments`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${accountsKey}`,
+          'content-type': 'application/json',
+          'idempotency-key': idempotencyKey,
+        },
+        body: JSON.stringify({ amount: { currency: 'PHP', value: '5000000.00' }, reason: 'float' }),
+      });
+    // Before: 201, CAPITAL (no floor) to TREASURY, the float TREASURY_LIMIT bounds raised by a clerk's key alone.
+    const refused = await adjust('TREASURY', `clerk-float-${Date.now()}`);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ code: 'SCOPE_REQUIRED' });
+    expect(
+      await stack.database.ledgerTransaction.count({ where: { reference: { startsWith: 'adjustment:clerk-float-' } } }),
+    ).toBe(0);
+    const user = await adjust('clerk-user', `clerk-user-${Date.now()}`);
+    expect(user.status).toBe(201);
   });
 });
