@@ -88,22 +88,24 @@ export function retiredOwnerNames(owners: ReadonlyMap<string, string>, keys: rea
 }
 
 /**
- * Every entry. Names must be unique (an audit must say which key acted), except `default`: several
- * bare keys (as OPS_API_KEYS held before names) all act as `default`.
+ * Every entry. Names must be unique (an audit must say which key acted), except among bare keys: several (as
+ * OPS_API_KEYS held before names) all act as `default`. A named entry never shares its name, `default` included.
  */
 export function parseOpsKeys(entries: readonly (string | OpsKey)[]): OpsKey[] {
   const keys = entries.map((entry, index) => (typeof entry === 'string' ? parseOpsKeyEntry(entry, index + 1) : entry));
-  const names = new Set<string>();
+  /** Each name (without case) given so far, and whether every entry under it was bare. */
+  const names = new Map<string, boolean>();
   const secrets = new Set<string>();
   for (const key of keys) {
     // Compared without case: an approval by `Alice` of `alice`'s batch is the same person's.
     const name = key.name.toLowerCase();
-    if (names.has(name) && key.name !== DEFAULT_KEY_NAME)
+    const allBare = names.get(name);
+    if (allBare !== undefined && !(allBare && key.bare === true))
       throw new OpsKeyError(
         `the name ${key.name} is used twice, or in another case (a bare key is named ${DEFAULT_KEY_NAME})`,
       );
     if (secrets.has(key.key)) throw new OpsKeyError(`the key named ${key.name} is also given under another name`);
-    names.add(name);
+    names.set(name, key.bare === true);
     secrets.add(key.key);
   }
   return keys;

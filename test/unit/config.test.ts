@@ -306,12 +306,21 @@ describe('loadConfig', () => {
       `alice:read:${'a'.repeat(32)},alice:fund:${'c'.repeat(32)}`,
       `alice:read:${'a'.repeat(32)},Alice:approve:${'c'.repeat(32)}`,
       `${'b'.repeat(32)},Default:approve:${'c'.repeat(32)}`,
+      // A named `default` is a name as any other (found by a read: two keys named so, each acting under it, and one's
+      // console sign-out ended the other's session).
+      `default:fund:${'a'.repeat(32)},default:approve:${'c'.repeat(32)}`,
+      `${'b'.repeat(32)},default:approve:${'c'.repeat(32)}`,
+      `default:approve:${'c'.repeat(32)},${'b'.repeat(32)}`,
       'alice::key',
     ]) {
       const problems = problemsOf({ OPS_API_KEYS: bad });
       expect(problems[0], bad).toMatch(/^OPS_API_KEYS:/);
       expect(problems.join(' '), bad).not.toContain('a'.repeat(32));
     }
+    // Bare keys (as OPS_API_KEYS held before names) all act as `default`, outside production.
+    expect(
+      loadConfig({ OPS_API_KEYS: `${'b'.repeat(32)},${'d'.repeat(32)}` }).opsApiKeys.map((key) => key.name),
+    ).toEqual(['default', 'default']);
     // A name walletflow records for its own acts is no key's, in any case: a resolve by a key named so read as the
     // sweep's own reconciliation (found by a read).
     for (const name of ['reconciliation', 'Reconciliation', 'unknown'])
