@@ -15,7 +15,7 @@ import { OpsProblemError } from './ops-client.ts';
 import { createCountProgress, type CountProgress } from './progress.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { listQuery } from './ops-input.ts';
-import { DAY_SO_FAR_WORDS, upTo } from '../domain/ledger.ts';
+import { DAY_SO_FAR_WORDS, settlementDateSchema, upTo } from '../domain/ledger.ts';
 import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
 
 export type LedgerCommandOptions = OpsCommandOptions;
@@ -147,6 +147,12 @@ async function followRun(
  */
 export const runSettlementReport = (options: LedgerCommandOptions & { date: string; fresh?: boolean }) =>
   runOps('settlement-report', options, async (client) => {
+    // A day that is none (2026-02-30, 26-1-1) is the command's misuse, refused before any request (exit 64).
+    if (!settlementDateSchema.safeParse(options.date).success)
+      throw new CliInputError(
+        `--date ${JSON.stringify(options.date)} is no calendar day (YYYY-MM-DD)`,
+        exitCodes.usage,
+      );
     const progress = createCountProgress({
       tty: process.stderr.isTTY === true,
       write: (text) => process.stderr.write(text),

@@ -29,7 +29,8 @@ import { scopesOfGroups } from '../../lib/console-roles.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import { clearActor, setActor } from '../http/actor.ts';
 import { rateKeyOf } from '../http/rate-limit.ts';
-import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
+import { refuseHead } from '../http/route-registration.ts';
+import { defineRoute, headRefusedAnswers, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import { auditAsAct } from '../ops/ops-audit.ts';
 import {
@@ -153,6 +154,17 @@ const routes = {
       '429': htmlAnswer('too many sign-ins started from this address (Retry-After)'),
       '503': htmlAnswer('the identity provider could not be reached (Retry-After)'),
     },
+  }),
+  // Before the GET, which Express would otherwise let answer HEAD too: a HEAD of the provider's redirect (a link
+  // preview, a scanner) spent the sign-in's state, and the person's own GET then found none.
+  providerCallbackHead: defineRoute({
+    method: 'head',
+    path: '/console/oidc/callback',
+    operationId: 'consoleProviderCallbackHead',
+    tag: 'console',
+    summary: 'A link preview, a scanner or a prefetch: never uses up a sign-in’s state',
+    access: { consoleScope: null },
+    responses: headRefusedAnswers('only a GET finishes a sign-in'),
   }),
   providerCallback: defineRoute({
     method: 'get',
@@ -564,6 +576,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     consoleHeaders(res);
     res.redirect(303, url.href);
   }
+
+  add(routes.providerCallbackHead, refuseHead);
 
   add(routes.providerCallback, async (req, res) => {
     // A sign-in, though a GET: audited as the writes are, whatever it answers; as nobody until it says who (not the

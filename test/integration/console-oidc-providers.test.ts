@@ -84,6 +84,7 @@ class CookieJar {
 async function signInThrough(
   stack: PartnerStack,
   member: (typeof staff)[number],
+  options: { headOfCallback?: (answer: Response) => void } = {},
 ): Promise<{ callback: { status: number; text: string }; home: string | null }> {
   const jar = new CookieJar();
   const navigate = async (href: string, site: 'none' | 'cross-site', init: RequestInit = {}) => {
@@ -120,6 +121,8 @@ async function signInThrough(
   while (step.next && !step.next.startsWith(`${stack.apiBase}/console/oidc/callback`))
     step = await navigate(step.next, 'none');
   expect(step.next, 'the provider sends the browser back to the console').not.toBeNull();
+  if (options.headOfCallback)
+    options.headOfCallback((await navigate(step.next!, 'cross-site', { method: 'HEAD' })).response);
   step = await navigate(step.next!, 'cross-site');
   const callback = {
     status: step.response.status,
@@ -183,5 +186,19 @@ describe('the console’s sign-in through an identity provider', () => {
     const session = await signsIn(scoped, staff[1]!, 'Omar Villanueva (oidc:staff-omar)');
     expect(session.scopes.sort()).toEqual(['approve', 'read']);
     expect(session.groups).toEqual(['walletflow-checkers']);
+  });
+
+  it('refuses a HEAD of the provider’s redirect back (a link preview, a scanner), which spends nothing: the person’s own GET signs them in', async () => {
+    let head: Response | undefined;
+    const { callback } = await signInThrough(scoped.stack, staff[1]!, {
+      headOfCallback: (answer) => {
+        head = answer;
+      },
+    });
+    // Before: Express let the GET's handler answer the HEAD, which spent the sign-in's state; the GET then found none.
+    expect(head?.status).toBe(405);
+    expect(head?.headers.get('allow')).toBe('GET');
+    expect(callback.status, callback.text).toBe(200);
+    expect(callback.text).toContain('Signed in.');
   });
 });

@@ -151,6 +151,19 @@ async function run(
 }
 
 describe('walletflow settlement-report beside a fresh run', () => {
+  it('refuses a --date that is no calendar day before any request: exit 64, the usage code its help gives', async () => {
+    // An API no one listens on: a request sent would end with another code. Before: sent, and its 400 was exit 3.
+    vi.stubEnv('WALLETFLOW_OPS_KEY', 'k'.repeat(40));
+    try {
+      for (const date of ['2026-02-30', '26-1-1'])
+        expect(await runSettlementReport({ api: 'http://127.0.0.1:9', date, output: 'text' }), date).toBe(
+          exitCodes.usage,
+        );
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
   it('--output csv: exits by the totals of the file it printed (B: a line mismatched), not by the head it read first (A)', async () => {
     const { code, printed } = await run('csv', '2026-01-01');
     expect(printed).toContain('"b-1","mismatched"');
