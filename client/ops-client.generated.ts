@@ -837,7 +837,7 @@ export interface OpsClient {
   getLinkProfile(params: GetLinkProfileParams, options?: CallOptions): Promise<GetLinkProfileAnswer>;
   /** GET /ops/accounts/{account}: An account of the partner’s ledger: balance (posted), held (pending fundings), available */
   getAccount(params: GetAccountParams, options?: CallOptions): Promise<GetAccountAnswer>;
-  /** POST /ops/accounts/{account}/adjustments: Adjust a partner user’s account (the other leg is TREASURY) or the treasury (the other leg is CAPITAL) */
+  /** POST /ops/accounts/{account}/adjustments: Adjust a partner user’s account (the other leg is TREASURY) or the treasury (the other leg is CAPITAL; scope admin too) */
   adjustAccount(params: AdjustAccountParams, options?: CallOptions): Promise<AdjustAccountAnswer>;
   /** GET /ops/ledger/entries: Ledger entries, newest first, a page at a time (pending: a hold or its reversal). Ids are drawn at write, not at commit: a reader that stops at the last id it saw can miss entries committed later (docs/ledger.md) */
   listLedgerEntries(params?: ListLedgerEntriesParams, options?: CallOptions): Promise<ListLedgerEntriesAnswer>;

@@ -107,6 +107,7 @@ const routes = {
     responses: {
       '303': redirectAnswer('posted (or already posted by this form): back to the account'),
       '400': htmlAnswer('a bad amount or reason'),
+      '403': htmlAnswer('the treasury, by a person without the admin role beside accounts; nothing stored'),
       '422': htmlAnswer('refused; nothing stored'),
     },
   }),

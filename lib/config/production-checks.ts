@@ -97,7 +97,7 @@ export function productionProblems(config: AppConfig): string[] {
     // No name to audit, every scope (contract-decisions section 12): a development convenience only.
     if (key.bare)
       problems.push(
-        `OPS_API_KEYS: entry ${index + 1} is a bare key (no name, every scope), refused in production; write it as name:scopes:key, named default (default:<scopes>:<key>) while anything it did is still open: its acts are recorded as default's, and a batch it stored that awaits approval is then still its own (another name could approve it)`,
+        `OPS_API_KEYS: entry ${index + 1} is a bare key (no name, every scope), refused in production; write it as name:scopes:key, one of them named default (default:<scopes>:<key>) while anything it did is still open: its acts are recorded as default's, and a batch it stored that awaits approval is then still its own (another name could approve it); only one named entry may be default, so settle the batches awaiting approval before the others get names of their own`,
       );
     if (Buffer.byteLength(key.key, 'utf8') < 32) {
       problems.push(
