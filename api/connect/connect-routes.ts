@@ -345,13 +345,16 @@ export function connectRouter(deps: ConnectDependencies): Router {
     }
     const login = await deps.database.loginState.findUniqueOrThrow({ where: { stateHash } });
     const partnerUserId = login.partnerUserId;
+    /** A login that links nothing: its state's outcome (`ERROR:<what>`) and its LOGIN_FAILED event, together. */
+    const linkedNothing = (what: string, detail: string) =>
+      deps.database.$transaction([
+        deps.database.loginState.update({ where: { stateHash }, data: { outcome: `ERROR:${what}`.slice(0, 64) } }),
+        deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail: detail.slice(0, 500) } }),
+      ]);
 
     if (query.data.error !== undefined) {
       const code = safeErrorCode(query.data.error);
-      await deps.database.$transaction([
-        deps.database.loginState.update({ where: { stateHash }, data: { outcome: `ERROR:${code}`.slice(0, 64) } }),
-        deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail: code } }),
-      ]);
+      await linkedNothing(code, code);
       page(res, 400, {
         tone: 'error',
         title: 'Your wallet was not linked',
@@ -375,16 +378,10 @@ export function connectRouter(deps: ConnectDependencies): Router {
     // exchanged (no tokens issued to drop), and nothing is linked.
     if (isEmbeddedPartnerUserId(partnerUserId)) {
       deps.logger.warn('connect login refused: its partner user id is an embedded-app user’s (wallet:…)');
-      await deps.database.$transaction([
-        deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:reserved_id' } }),
-        deps.database.linkEvent.create({
-          data: {
-            partnerUserId,
-            type: 'LOGIN_FAILED',
-            detail: 'the partner user id is an embedded-app user’s (wallet:…), which no standalone login binds',
-          },
-        }),
-      ]);
+      await linkedNothing(
+        'reserved_id',
+        'the partner user id is an embedded-app user’s (wallet:…), which no standalone login binds',
+      );
       page(res, 400, {
         tone: 'error',
         title: 'Your wallet was not linked',
@@ -421,10 +418,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
             shown.length === 0
               ? 'the login was pinned to a mobile number the wallet did not show (no contact scope)'
               : "the account that logged in does not have the login's mobile number";
-          await deps.database.$transaction([
-            deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:mobile_mismatch' } }),
-            deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail } }),
-          ]);
+          await linkedNothing('mobile_mismatch', detail);
           page(res, 403, {
             tone: 'error',
             title: 'Your wallet was not linked',
@@ -476,16 +470,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
     } catch (error) {
       if (error instanceof LinkUnlinkedSinceError) {
         deps.logger.warn({ linkId: error.linkId }, 'connect login refused: the link was unlinked after it began');
-        await deps.database.$transaction([
-          deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:unlinked_since' } }),
-          deps.database.linkEvent.create({
-            data: {
-              partnerUserId,
-              type: 'LOGIN_FAILED',
-              detail: `the link was unlinked after this login began (link ${error.linkId})`,
-            },
-          }),
-        ]);
+        await linkedNothing('unlinked_since', `the link was unlinked after this login began (link ${error.linkId})`);
         page(res, 409, {
           tone: 'error',
           title: 'Your wallet was not linked',
@@ -501,16 +486,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
           { linkId: error.linkId },
           'connect login refused: the wallet is linked to another partner user',
         );
-        await deps.database.$transaction([
-          deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:linked_elsewhere' } }),
-          deps.database.linkEvent.create({
-            data: {
-              partnerUserId,
-              type: 'LOGIN_FAILED',
-              detail: `the wallet is linked to another partner user (link ${error.linkId})`,
-            },
-          }),
-        ]);
+        await linkedNothing('linked_elsewhere', `the wallet is linked to another partner user (link ${error.linkId})`);
         page(res, 409, {
           tone: 'error',
           title: 'This wallet is already linked',
@@ -534,15 +510,10 @@ export function connectRouter(deps: ConnectDependencies): Router {
         deps.logger,
         { code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined },
         ourCredentials
-          ? "connect callback failed: the wallet refused this partner's client credentials (check CONNECT_CLIENT_SECRET)"
+          ? "connect callback failed: the wallet refused this partner's client credentials (check CONNECT_CLIENT_ID and CONNECT_CLIENT_SECRET)"
           : 'connect callback failed',
       );
-      await deps.database.$transaction([
-        deps.database.loginState.update({ where: { stateHash }, data: { outcome: `ERROR:${code}`.slice(0, 64) } }),
-        deps.database.linkEvent.create({
-          data: { partnerUserId, type: 'LOGIN_FAILED', detail: `code exchange: ${code}`.slice(0, 500) },
-        }),
-      ]);
+      await linkedNothing(code, `code exchange: ${code}`);
       if (rateLimited) {
         const seconds = Math.ceil((retryDelayOf(error) ?? 5000) / 1000);
         res.setHeader('Retry-After', String(seconds));
