@@ -253,13 +253,13 @@ describe('the payment record', () => {
         walletPaymentId: `wp-${payment.id}`,
         fee: { currency: 'PHP', value: '0.50' },
       }),
-    ).toEqual({ stored: true, walletPaymentId: `wp-${payment.id}` });
+    ).toEqual({ stored: true, walletPaymentId: `wp-${payment.id}`, status: 'CREATING' });
     expect(
       await payments.storeCreated(payment.id, {
         walletPaymentId: 'a-second-payment',
         fee: { currency: 'PHP', value: '0.50' },
       }),
-    ).toEqual({ stored: false, walletPaymentId: `wp-${payment.id}` });
+    ).toEqual({ stored: false, walletPaymentId: `wp-${payment.id}`, status: 'CREATING' });
     await payments.beginExecute(payment.id, 'ref-create');
     return payment;
   }

@@ -120,7 +120,7 @@ describe('the route declarations', () => {
     }
   });
 
-  it('give every console page and stream a scope: only signing in and out are open to whoever asks', () => {
+  it('give every console page and stream a scope: only signing in and out are open to whoever asks (and a HEAD of the provider’s answer, refused)', () => {
     const open = consoleRoutes.filter(
       (route) =>
         typeof route.access === 'object' && 'consoleScope' in route.access && route.access.consoleScope === null,
@@ -129,6 +129,7 @@ describe('the route declarations', () => {
       'GET /console/oidc/callback',
       'GET /console/sign-in',
       'GET /console/sign-in/oidc',
+      'HEAD /console/oidc/callback',
       'POST /console/sign-in',
       'POST /console/sign-out',
     ]);
