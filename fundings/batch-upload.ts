@@ -228,13 +228,20 @@ export async function readBatchUpload(
       ? { name: form.name, ...(form.source ? { source: form.source } : {}), items: countedItems(checker.count) }
       : json!.frame();
   const frame = createBatchFrameSchema.safeParse(frameInput);
+  const result = checker.result();
   if (!frame.success) {
+    // The frame's problems (row 0) first, then the rows' own: one answer names every problem of the upload.
     const errors = frame.error.issues.map((issue): BatchRowError =>
       frameError(issue.path.join('.') || 'body', issue.message),
     );
-    return { ok: false, kind: 'invalid', errors, errorCount: errors.length };
+    const rows = result.ok || result.errors.every((error) => error.row === 0) ? null : result;
+    return {
+      ok: false,
+      kind: 'invalid',
+      errors: [...errors, ...(rows?.errors ?? [])].slice(0, MAX_LISTED_ROW_ERRORS),
+      errorCount: errors.length + (rows?.errorCount ?? 0),
+    };
   }
-  const result = checker.result();
   if (!result.ok)
     return {
       ok: false,
