@@ -89,7 +89,7 @@ describe('a JSON batch body read as it arrives', () => {
       return !read.ok && read.kind === 'invalid' ? read.errors.map((error) => [error.row, error.field]) : read;
     };
     expect(await frame({ items: [item('a')] })).toEqual([[0, 'name']]);
-    // The rows' own problems beside the frame's (before: only the frame's, and the rows' were named once it was mended).
+    // The rows' own problems beside the frame's (before: only the frame's; the rows' were named once it was mended).
     expect(await frame({ items: [item('a'), item('b', '1.001'), item('c', '-1')] })).toEqual([
       [0, 'name'],
       [2, 'amount.value'],
