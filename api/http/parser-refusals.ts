@@ -2,64 +2,47 @@
 // read, a request not sent whole within the server's time, a CONNECT): answered as every other refusal is, a problem
 // document with a code (RFC 9457) and the deny-all security headers, then the connection closed. Node's own answers
 // were a bare status with no body, and a CONNECT had none at all.
-import type { Server, ServerResponse } from 'node:http';
+import { STATUS_CODES, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ProblemDocument } from './problem.ts';
 import { securityHeaderValues } from './security-headers.ts';
 
 interface ParserRefusal {
   status: number;
-  reason: string;
   code: string;
   detail: string;
 }
 
-const headersTooLarge: ParserRefusal = {
-  status: 431,
-  reason: 'Request Header Fields Too Large',
-  code: 'HEADERS_TOO_LARGE',
-  detail: 'the request line and headers must be at most 16 KiB together',
-};
-const requestTimeout: ParserRefusal = {
-  status: 408,
-  reason: 'Request Timeout',
-  code: 'REQUEST_TIMEOUT',
-  detail: 'the request did not arrive whole in time; send it again',
-};
-const malformedRequest: ParserRefusal = {
-  status: 400,
-  reason: 'Bad Request',
-  code: 'MALFORMED_REQUEST',
-  detail: 'the request is not well-formed HTTP/1.1',
-};
-const chunkExtensionsTooLarge: ParserRefusal = {
-  status: 413,
-  reason: 'Payload Too Large',
-  code: 'CHUNK_EXTENSIONS_TOO_LARGE',
-  detail: 'a chunk of the body carries more extensions than the server reads',
-};
-const connectRefused: ParserRefusal = {
-  status: 501,
-  reason: 'Not Implemented',
-  code: 'METHOD_NOT_SUPPORTED',
-  detail: 'this server takes no CONNECT',
-};
+/** Each refusal, by what it answers; the status line's reason and the document's title are Node's (STATUS_CODES). */
+const refusals = {
+  headersTooLarge: {
+    status: 431,
+    code: 'HEADERS_TOO_LARGE',
+    detail: 'the request line and headers must be at most 16 KiB together',
+  },
+  chunkExtensionsTooLarge: {
+    status: 413,
+    code: 'CHUNK_EXTENSIONS_TOO_LARGE',
+    detail: 'a chunk of the body carries more extensions than the server reads',
+  },
+  requestTimeout: {
+    status: 408,
+    code: 'REQUEST_TIMEOUT',
+    detail: 'the request did not arrive whole in time; send it again',
+  },
+  malformedRequest: { status: 400, code: 'MALFORMED_REQUEST', detail: 'the request is not well-formed HTTP/1.1' },
+  connectRefused: { status: 501, code: 'METHOD_NOT_SUPPORTED', detail: 'this server takes no CONNECT' },
+} as const satisfies Record<string, ParserRefusal>;
 
 /** The codes these answers carry (no route answers with them). */
-export const PARSER_REFUSAL_CODES: readonly string[] = [
-  headersTooLarge,
-  chunkExtensionsTooLarge,
-  requestTimeout,
-  malformedRequest,
-  connectRefused,
-].map((refusal) => refusal.code);
+export const PARSER_REFUSAL_CODES: readonly string[] = Object.values(refusals).map((refusal) => refusal.code);
 
 /** The refusal of one of Node's client errors (its `code`: `HPE_…` from the parser, or the server's time-out). */
 export function parserRefusalOf(errorCode: string | undefined): ParserRefusal {
-  if (errorCode === 'HPE_HEADER_OVERFLOW') return headersTooLarge;
-  if (errorCode === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') return chunkExtensionsTooLarge;
-  if (errorCode === 'ERR_HTTP_REQUEST_TIMEOUT') return requestTimeout;
-  return malformedRequest;
+  if (errorCode === 'HPE_HEADER_OVERFLOW') return refusals.headersTooLarge;
+  if (errorCode === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') return refusals.chunkExtensionsTooLarge;
+  if (errorCode === 'ERR_HTTP_REQUEST_TIMEOUT') return refusals.requestTimeout;
+  return refusals.malformedRequest;
 }
 
 /**
@@ -67,17 +50,18 @@ export function parserRefusalOf(errorCode: string | undefined): ParserRefusal {
  * (with `message` beside `detail`, as the session URL's callers read a refusal: contract section 6).
  */
 export function parserRefusalResponse(refusal: ParserRefusal, security: Record<string, string>): string {
+  const reason = STATUS_CODES[refusal.status] ?? 'Error';
   const document: ProblemDocument & { message: string } = {
     type: 'about:blank',
     status: refusal.status,
     code: refusal.code,
-    title: refusal.reason,
+    title: reason,
     detail: refusal.detail,
     message: refusal.detail,
   };
   const body = JSON.stringify(document);
   return [
-    `HTTP/1.1 ${refusal.status} ${refusal.reason}`,
+    `HTTP/1.1 ${refusal.status} ${reason}`,
     'Content-Type: application/problem+json; charset=utf-8',
     `Content-Length: ${Buffer.byteLength(body)}`,
     'Cache-Control: no-store',
@@ -131,5 +115,5 @@ export function answerParserRefusals(server: Server, options: { publicUrl?: stri
     if (inFlight?.headersSent === true) socket.destroy();
     else answer(socket, parserRefusalOf(error.code));
   });
-  server.on('connect', (_request, socket: Duplex) => answer(socket, connectRefused));
+  server.on('connect', (_request, socket: Duplex) => answer(socket, refusals.connectRefused));
 }
