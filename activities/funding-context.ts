@@ -129,12 +129,13 @@ export async function readBack(ctx: FundingContext, fundingId: string, transferI
     return transferProgressOf(result.data, result.requestReferenceNo);
   } catch (error) {
     if (!isWalletError(error)) throw error;
-    // A 2xx it cannot read counts as a refusal to show the transfer: persistent, the funding goes to review after
-    // MAX_REFUSED_RETRIEVES (workflows/fund-wallet.ts) with the evidence, where it was asked for ever, RECONCILING.
+    // A 2xx whose JSON is off the contract counts as a refusal to show the transfer: persistent, the funding goes to
+    // review after MAX_REFUSED_RETRIEVES (workflows/fund-wallet.ts) with the evidence, where it was asked for ever,
+    // RECONCILING. A body that is not JSON (a proxy's page) is the wallet unable to answer now, retried.
     if (error.outcome !== 'rejected' && !isUnreadableAnswer(error)) retryLater(error);
     ctx.logger.error(
       { fundingId, code: error.code, httpStatus: error.httpStatus, requestReferenceNo: error.requestReferenceNo },
-      'retrieve transfer refused, or answered with what cannot be read',
+      'retrieve transfer refused, or answered off the contract',
     );
     return {
       kind: 'refused',

@@ -132,9 +132,9 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
 
   /**
    * The wallet's word on a transfer: its record, or the refusal; transient failures retry the sweep.
-   * `unreadableAsRefusal`: a 2xx that cannot be read is the wallet's way of showing nothing usable, as a refusal (a
-   * funding whose execute's outcome is unknown goes to review with it, never left to be asked for ever); else it is a
-   * transient failure.
+   * `unreadableAsRefusal`: a 2xx whose JSON is off the contract is the wallet's way of showing nothing usable, as a
+   * refusal (a funding whose execute's outcome is unknown goes to review with it, never left to be asked for ever);
+   * else it is a transient failure, as a body that is not JSON always is.
    */
   async function readTransfer(transferId: string, unreadableAsRefusal = false) {
     try {
