@@ -146,6 +146,8 @@ interface MoveGuard {
   among?: (from: FundingStatus) => boolean;
   where?: Prisma.FundingWhereInput;
   data?: Prisma.FundingUpdateManyMutationInput;
+  /** More to write, read in the move's transaction under the row's lock, before the move. */
+  lockedData?: (tx: Prisma.TransactionClient) => Promise<Prisma.FundingUpdateManyMutationInput>;
   /** The writer's claim: the move happens only while the funding's owner_fence still has it. */
   fence?: Fence;
 }
@@ -348,7 +350,13 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
    */
   function move(fundingId: string, to: FundingStatus, event: MoveEvent, guard?: MoveGuard): Promise<boolean> {
     return database.$transaction(async (tx) => {
-      const moved = await updateStatus(tx, fundingId, to, guard);
+      const locked = guard?.lockedData ? await guard.lockedData(tx) : undefined;
+      const moved = await updateStatus(
+        tx,
+        fundingId,
+        to,
+        locked ? { ...guard, data: { ...guard?.data, ...locked } } : guard,
+      );
       if (moved) {
         await appendEvent(tx, fundingId, to, event, guard?.fence);
         await settleHold(tx, fundingId, to);
@@ -900,14 +908,30 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       // The parker's own calls, and every execute on the funding's record, whoever sent it (a batch
       // chunk's, an earlier run's): a person reviewing sees each execute that may have landed.
       const all = withRecordedExecutes(evidence, await executesOnRecord(fundingId));
-      return move(
-        fundingId,
-        fundingReviewStatus,
-        { requestReferenceNo: last?.requestReferenceNo ?? null, detail: reason.slice(0, 500) },
-        {
-          data: { reviewReason: reason.slice(0, 500), reviewEvidence: all as unknown as Prisma.InputJsonValue },
-          fence,
+      const data = { reviewReason: reason.slice(0, 500), reviewEvidence: all as unknown as Prisma.InputJsonValue };
+      const event = { requestReferenceNo: last?.requestReferenceNo ?? null, detail: reason.slice(0, 500) };
+      // From CREATING: the one park before any execute (a create answer that does not match the request). An intent
+      // an earlier attempt stored meanwhile (its answer came late) was never executed either: kept on record, not as
+      // the funding's transfer, so the review cannot approve a transfer that never moved money.
+      const beforeExecute = await move(fundingId, fundingReviewStatus, event, {
+        among: (from) => from === 'CREATING',
+        data,
+        lockedData: async (tx) => {
+          const [row] = await tx.$queryRaw<Array<{ transfer_id: string | null }>>`
+            SELECT transfer_id FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE`;
+          if (!row?.transfer_id) return {};
+          const unexecuted = `; transfer ${row.transfer_id}, created by an earlier attempt, was not executed either`;
+          return {
+            transferId: null,
+            abandonedTransferIds: { push: row.transfer_id },
+            reviewReason: `${reason.slice(0, 500 - unexecuted.length)}${unexecuted}`,
+          };
         },
+        fence,
+      });
+      return (
+        beforeExecute ||
+        move(fundingId, fundingReviewStatus, event, { among: (from) => from !== 'CREATING', data, fence })
       );
     },
 

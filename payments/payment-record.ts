@@ -92,6 +92,8 @@ interface MoveGuard {
   /** Only some of the legal moves: the table's sources narrowed by this, never widened. */
   among?: (from: PaymentStatus) => boolean;
   data?: Prisma.PaymentUpdateManyMutationInput;
+  /** More to write, read in the move's transaction under the row's lock, before the move. */
+  lockedData?: (tx: Prisma.TransactionClient) => Promise<Prisma.PaymentUpdateManyMutationInput>;
   /** The writer's claim: the move happens only while the payment's owner_fence still has it. */
   fence?: PaymentFence;
 }
@@ -156,9 +158,10 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
   ): Promise<boolean> {
     const from = sourcesOf(paymentTransitions, to).filter((status) => !guard.among || guard.among(status));
     return database.$transaction(async (tx) => {
+      const locked = guard.lockedData ? await guard.lockedData(tx) : {};
       const moved = await tx.payment.updateMany({
         where: { id, status: { in: from }, ...fenced(guard.fence) },
-        data: { status: to, ...guard.data },
+        data: { status: to, ...guard.data, ...locked },
       });
       if (moved.count === 1) {
         await tx.paymentEvent.create({
@@ -333,10 +336,29 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       const last = attempts[attempts.length - 1];
       // The parker's attempts, and every execute of its wallet payment the audit has (reviews/execute-evidence.ts).
       const all = withRecordedExecutes(attempts, await executesSent(id));
-      return move(id, reviewStatus, last?.requestReferenceNo ?? null, reason.slice(0, 500), {
-        data: { reviewReason: reason.slice(0, 500), reviewEvidence: all as unknown as Prisma.InputJsonValue },
+      const data = { reviewReason: reason.slice(0, 500), reviewEvidence: all as unknown as Prisma.InputJsonValue };
+      const event = [id, reviewStatus, last?.requestReferenceNo ?? null, reason.slice(0, 500)] as const;
+      // From CREATING: the one park before any execute (a create answer that does not match the request). A wallet
+      // payment an earlier attempt stored meanwhile (its answer came late) was never executed either: it is not kept
+      // as the payment's, so the review offers FAILED only, never SUCCEEDED for money never taken.
+      const beforeExecute = await move(...event, {
+        among: (from) => from === 'CREATING',
+        data,
+        lockedData: async (tx) => {
+          const [row] = await tx.$queryRaw<Array<{ wallet_payment_id: string | null }>>`
+            SELECT wallet_payment_id FROM payment WHERE id = ${id}::uuid FOR UPDATE`;
+          if (!row?.wallet_payment_id) return {};
+          const unexecuted = `; payment ${row.wallet_payment_id}, created by an earlier attempt, was not executed either`;
+          return {
+            walletPaymentId: null,
+            fee: null,
+            feeCurrency: null,
+            reviewReason: `${reason.slice(0, 500 - unexecuted.length)}${unexecuted}`,
+          };
+        },
         fence,
       });
+      return beforeExecute || move(...event, { among: (from) => from !== 'CREATING', data, fence });
     },
 
     /**

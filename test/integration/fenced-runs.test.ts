@@ -32,6 +32,8 @@ import {
 } from '../../workflows/fund-wallet.contract.ts';
 import { firstCallAfterBeginExecute, stepPathStart } from '../../workflows/fund-wallet-takeover.ts';
 import { moneyOf } from '../../domain/money.ts';
+import { paymentResolutions } from '../../domain/payment.ts';
+import { fundingResolutions } from '../../domain/funding.ts';
 import { createWalletClient } from '../../wallet/index.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -645,6 +647,45 @@ describe('a retried execute', () => {
   });
 });
 
+describe('a funding create answered late, stored just before its run’s next attempt met a mismatched answer', () => {
+  it('is kept unexecuted, not as the funding’s transfer: the review offers only FAILED, and no money moved', async () => {
+    // Found by a read: the first attempt's intent was stored while the funding was still CREATING, just before the
+    // run parked it for the mismatch, and the review offered APPROVED for a transfer the wallet never executed.
+    const gate = walletGate(stack.wallet);
+    const { fundingId, userId } = await tokenFunding();
+    const first = runOf(gate, 'first');
+    const second = runOf(gate, 'second');
+    const snapshot = await inActivity(first.loadFunding, [fundingId]);
+    expect(await inActivity(first.markCreating, [fundingId, snapshot.fence])).toBe(true);
+    const held = gate.hold('createTransfer', 'after', 'first');
+    const late = settle(inActivity(first.createTransfer, [fundingId, snapshot.fence], { attempt: 1 }));
+    await held.reached;
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'altered-answer', rate: 1 }]);
+    const mismatched = await inActivity(second.createTransfer, [fundingId, snapshot.fence], { attempt: 2 });
+    await stack.admin.clearFaults();
+    expect(mismatched).toMatchObject({ kind: 'mismatch' });
+    held.release();
+    const stored = await late;
+    expect(stored).toMatchObject({ value: { kind: 'created' } });
+    const lateId = 'value' in stored && stored.value.kind === 'created' ? stored.value.transferId : 'none';
+    const reason = 'the wallet’s create answer does not match the request';
+    expect(await inActivity(second.parkFundingForReview, [fundingId, reason, [], snapshot.fence])).toEqual({
+      parked: true,
+    });
+    const funding = await expectMoneyMatchesRecord(fundingId, userId);
+    expect({
+      status: funding.status,
+      transferId: funding.transferId,
+      resolutions: fundingResolutions({ transferId: funding.transferId }),
+      kept: funding.abandonedTransferIds.includes(lateId),
+      executions: await executionsOf(await transfersOf(fundingId)),
+    }).toEqual({ status: 'NEEDS_REVIEW', transferId: null, resolutions: ['FAILED'], kept: true, executions: 0 });
+    expect(funding.reviewReason).toBe(
+      `${reason}; transfer ${lateId}, created by an earlier attempt, was not executed either`,
+    );
+  });
+});
+
 describe('a review park that did not move', () => {
   it('answers the final state the funding already has, for the workflow to end with', async () => {
     const gate = walletGate(stack.wallet);
@@ -739,6 +780,41 @@ describe('payments: a stale run of a payment (the same fences in pay-wallet)', (
       status: 'NEEDS_REVIEW',
       walletPaymentId: null,
     });
+  });
+
+  it('a create answered late, stored just before its run’s next attempt met a mismatched answer, is not kept for the review: it offers only FAILED', async () => {
+    // Found by a read: the other order of the case above. The first attempt timed out for its run, whose next attempt
+    // got an answer for another amount; the first attempt's answer was stored while the payment was still CREATING,
+    // just before the run parked it, and the review offered SUCCEEDED for a payment the wallet never executed.
+    const { id } = await storedPayment();
+    const gate = walletGate(stack.wallet);
+    const first = runOf(gate, 'first');
+    const second = runOf(gate, 'second');
+    const loaded = await inActivity(first.loadPayment, [id]);
+    await inActivity(first.markPaymentCreating, [id, loaded.fence]);
+    const held = gate.hold('createPayment', 'after', 'first');
+    const late = settle(inActivity(first.createPayment, [id, loaded.fence], { attempt: 1 }));
+    await held.reached;
+    await stack.admin.setFaults([{ endpoint: 'op.payments.create', mode: 'altered-answer', rate: 1 }]);
+    const mismatched = await inActivity(second.createPayment, [id, loaded.fence], { attempt: 2 });
+    await stack.admin.clearFaults();
+    expect(mismatched).toMatchObject({ kind: 'mismatch' });
+    held.release();
+    const stored = await late;
+    expect(stored).toMatchObject({ value: { kind: 'created' } });
+    const lateId = 'value' in stored && stored.value.kind === 'created' ? stored.value.walletPaymentId : 'none';
+    const reason = 'the wallet’s create answer does not match the request';
+    expect(await inActivity(second.parkForReview, [id, reason, [], loaded.fence])).toEqual({ parked: true });
+    const payment = await stack.database.payment.findUniqueOrThrow({ where: { id } });
+    expect({
+      status: payment.status,
+      walletPaymentId: payment.walletPaymentId,
+      fee: payment.fee,
+      resolutions: paymentResolutions({ paymentId: payment.walletPaymentId }),
+    }).toEqual({ status: 'NEEDS_REVIEW', walletPaymentId: null, fee: null, resolutions: ['FAILED'] });
+    expect(payment.reviewReason).toBe(
+      `${reason}; payment ${lateId}, created by an earlier attempt, was not executed either`,
+    );
   });
 
   it('a stale run’s refusal never writes FAILED over the execute the run that took over sent', async () => {
