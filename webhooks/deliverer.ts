@@ -26,6 +26,12 @@ export interface WebhookDelivererOptions {
   retry: WebhookRetryPolicy;
   /** Each attempt's time-out; absent: 10 s. */
   requestTimeoutMs?: number;
+  /**
+   * A claim's lease beyond the time-out; absent: 30 s. A send starts only within its first half (measured from before
+   * the claim was asked for), so a process paused past it sends nothing another claim may be sending; the rest is
+   * room to record the attempt.
+   */
+  leaseMarginMs?: number;
   /** Deliveries sent at once, at most; absent: 20. A send that ends frees its place for the next due one. */
   concurrency?: number;
   /**
@@ -124,8 +130,11 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
   const perEndpoint = Math.max(1, options.perEndpoint ?? Math.ceil(concurrency / 2));
   /** Places free before a claim is made again. */
   const refill = Math.max(1, Math.ceil(concurrency / 4));
-  // The lease outlasts the slowest send with room to record it.
-  const leaseMs = requestTimeoutMs + 30_000;
+  // The lease outlasts the slowest send with room to start it late and to record it.
+  const leaseMarginMs = options.leaseMarginMs ?? 30_000;
+  const leaseMs = requestTimeoutMs + leaseMarginMs;
+  /** The latest a claimed delivery is sent, after its claim was asked for (this process's monotonic clock). */
+  const sendWithinMs = leaseMarginMs / 2;
 
   async function attempt(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
     const at = new Date();
@@ -160,9 +169,23 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
 
   /**
    * Sends one claimed delivery and records its attempt, counted in `counts`; answers whether the endpoint took it (a
-   * 2xx), whatever the record then said.
+   * 2xx), whatever the record then said, or undefined when it was too late to send it (`claimAskedAt`: when its claim
+   * was asked for).
    */
-  async function deliver(delivery: ClaimedDelivery, counts: DeliveryRoundReport): Promise<boolean> {
+  async function deliver(
+    delivery: ClaimedDelivery,
+    counts: DeliveryRoundReport,
+    claimAskedAt: number,
+  ): Promise<boolean | undefined> {
+    if (performance.now() - claimAskedAt > sendWithinMs) {
+      // Paused between the claim and the send (a stopped process, a long pause): the lease may have run out, and
+      // another claim may be sending it now. Nothing is sent or recorded; the lease runs out and it is claimed again.
+      logger.warn(
+        { deliveryId: delivery.id, eventId: delivery.eventId, endpointId: delivery.endpointId },
+        'webhook attempt not sent: too late in its claim’s lease (the process was paused); claimed again later',
+      );
+      return undefined;
+    }
     const outcome = await attempt(delivery);
     const delivered = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const status = await store.recordAttempt(delivery, outcome, retry);
@@ -270,15 +293,15 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     return [...given.keys()].filter((endpointId) => backlogged.has(endpointId));
   }
 
-  function start(delivery: ClaimedDelivery, counts: DeliveryRoundReport): void {
+  function start(delivery: ClaimedDelivery, counts: DeliveryRoundReport, claimAskedAt: number): void {
     const endpointId = delivery.endpointId;
     sending.set(endpointId, (sending.get(endpointId) ?? 0) + 1);
     sends += 1;
     lastSent.set(endpointId, sends);
-    const send: Promise<void> = deliver(delivery, counts)
+    const send: Promise<void> = deliver(delivery, counts, claimAskedAt)
       .then((delivered) => {
-        if (delivered) trusted.add(endpointId);
-        else trusted.delete(endpointId);
+        if (delivered === true) trusted.add(endpointId);
+        else if (delivered === false) trusted.delete(endpointId);
       })
       .catch((error: unknown) =>
         logger.error({ err: error, deliveryId: delivery.id }, 'webhook attempt not recorded: sent again later'),
@@ -346,10 +369,11 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
           }
           const rooms = roomsNow();
           const budget = untrustedRoom();
+          const claimAskedAt = performance.now();
           const batch = await store.claimDue(free, leaseMs, { rooms, untrustedRoom: budget });
           counts.batches += 1;
           counts.claimed += batch.length;
-          for (const delivery of batch) start(delivery, counts);
+          for (const delivery of batch) start(delivery, counts, claimAskedAt);
           round.heartbeat();
           // Every claim says which endpoints got all their room (a full one too: its endpoints may have more due).
           const cut = endpointsCut(batch, rooms, {

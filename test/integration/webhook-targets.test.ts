@@ -13,7 +13,12 @@ import { opsWebhooksRouter } from '../../api/ops/webhooks-routes.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createWebhookDeliverer, sendWebhook, type WebhookDeliverer } from '../../webhooks/deliverer.ts';
 import { isInternalAddress, publicOnlyLookup, refusedWebhookUrl } from '../../webhooks/target-guard.ts';
-import { createWebhookStore, HEALTH_COUNT_LIMIT } from '../../webhooks/webhook-store.ts';
+import {
+  createWebhookStore,
+  HEALTH_COUNT_LIMIT,
+  type ClaimedDelivery,
+  type WebhookStore,
+} from '../../webhooks/webhook-store.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { recordingDatabase, rowsExamined } from '../../harness/query-plans.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
@@ -404,6 +409,60 @@ describe('a webhook attempt recorded after its claim’s lease ran out', () => {
     expect(delivery).toMatchObject({ status: 'SUCCEEDED', attempts: 6 });
     expect(delivery!.log.map((each) => each.statusCode).sort()).toEqual([200, 500]);
   });
+
+  it('is never sent by a process paused between its claim and its send: the claim that holds it then sends it once', async () => {
+    // Found by a read: the deliverer sent whatever it had claimed, however late it came back to it, so a process
+    // paused past its claim's lease sent an event another claim had already delivered.
+    const servers = partnerServers();
+    let hits = 0;
+    const url = await servers.start((res) => {
+      hits += 1;
+      res.statusCode = 204;
+      res.end();
+    });
+    let claimed: () => void = () => {};
+    const hasClaimed = new Promise<void>((resolve) => (claimed = resolve));
+    let resume: () => void = () => {};
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
+    // The paused process: the answer to the claim of the test's delivery reaches it only when the test says.
+    let id = '';
+    const paused = deliveryKit({
+      requestTimeoutMs: 200,
+      leaseMarginMs: 400,
+      claimDue: async (claimDue) => {
+        const batch = await claimDue();
+        if (!batch.some((delivery) => delivery.id === id)) return batch;
+        claimed();
+        await resumed;
+        return batch;
+      },
+    });
+    const endpointId = await paused.endpoint(url);
+    [id] = (await dueDeliveries(endpointId, 1, new Date(Date.now() - 1_000))) as [string];
+    const timing = { roundMs: 60_000, pollIntervalMs: 50 };
+    const pausedRound = roundOf(paused.deliverer, timing);
+    await hasClaimed;
+    // Its lease (600 ms) runs out; another process claims the delivery and delivers it.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const holder = deliveryKit();
+    const holderRound = roundOf(holder.deliverer, timing);
+    try {
+      expect(await deliveredWithin(endpointId, 1, 20_000)).toBe(1);
+      await holderRound.stop();
+      resume();
+      await pausedRound.stop();
+      expect(hits).toBe(1);
+      expect(await stack.database.webhookDelivery.findUniqueOrThrow({ where: { id } })).toMatchObject({
+        status: 'SUCCEEDED',
+        attempts: 1,
+      });
+    } finally {
+      resume();
+      await holderRound.stop();
+      await pausedRound.stop();
+      await servers.closeAll();
+    }
+  });
 });
 
 /** A round's sleep: rejects at once when `signal` was aborted, or when it is. */
@@ -493,18 +552,28 @@ function partnerServers() {
 function deliveryKit(
   options: {
     requestTimeoutMs?: number;
+    leaseMarginMs?: number;
     concurrency?: number;
     retry?: { baseDelayMs: number; maxDelayMs: number; retryForMs: number };
+    /** Stands in for the store's claim: `claimDue` makes it. */
+    claimDue?: (claimDue: () => Promise<ClaimedDelivery[]>) => Promise<ClaimedDelivery[]>;
   } = {},
 ) {
   const cipher = createTokenCipher(stack.encryptionKey);
   const store = createWebhookStore({ database: stack.database, cipher });
+  const claiming = options.claimDue;
   const deliverer = createWebhookDeliverer({
-    store,
+    store: claiming
+      ? {
+          ...store,
+          claimDue: (...args: Parameters<WebhookStore['claimDue']>) => claiming(() => store.claimDue(...args)),
+        }
+      : store,
     cipher,
     logger: createLogger({ level: 'silent' }),
     retry: options.retry ?? { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
     ...(options.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: options.requestTimeoutMs }),
+    ...(options.leaseMarginMs === undefined ? {} : { leaseMarginMs: options.leaseMarginMs }),
     ...(options.concurrency === undefined ? {} : { concurrency: options.concurrency }),
   });
   return {
