@@ -123,12 +123,27 @@ const app = createApp({
     console: config.console,
   },
 });
-// The treasury's floor follows TREASURY_LIMIT (unset: no floor).
-await createLedger({ treasuryLimit: config.treasuryLimit ?? null })
-  .applyTreasuryLimit(database)
-  .catch((error: Error) =>
-    logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT: the treasury is already below it'),
+// The treasury's floor follows TREASURY_LIMIT (unset: no floor): at start, then every minute, so that a treasury
+// already past the limit, held where it stands, has its floor raised as money comes back (ledger/ledger.ts).
+const treasuryLedger = createLedger({ treasuryLimit: config.treasuryLimit ?? null });
+let treasuryPastLimit = false;
+const applyTreasuryLimit = () =>
+  treasuryLedger.applyTreasuryLimit(database).then(
+    ({ floor, pastLimit }) => {
+      if (pastLimit && !treasuryPastLimit)
+        logger.warn(
+          { floor },
+          'the treasury is past TREASURY_LIMIT: it funds nothing more until money comes back (adjust it from CAPITAL)',
+        );
+      else if (!pastLimit && treasuryPastLimit) logger.info({ floor }, 'the treasury is within TREASURY_LIMIT again');
+      treasuryPastLimit = pastLimit;
+    },
+    (error: Error) =>
+      logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT now: tried again in a minute'),
   );
+await applyTreasuryLimit();
+const treasuryLimitTimer = setInterval(() => void applyTreasuryLimit(), 60_000);
+treasuryLimitTimer.unref();
 
 onboarding.start();
 // Express calls it with the error when listening fails: the 'error' handler below answers that.
@@ -158,6 +173,7 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, 'api stopping: finishing in-flight requests');
+  clearInterval(treasuryLimitTimer);
   server.close();
   server.closeIdleConnections();
   // A keep-alive connection becomes idle when its in-flight request is answered: close it then,

@@ -456,13 +456,26 @@ export function createLedger(options: LedgerOptions = {}) {
     },
 
     /**
-     * Sets the treasury's floor from TREASURY_LIMIT (at start); refused by the CHECK if the treasury is already below
-     * it.
+     * Sets the treasury's floor from TREASURY_LIMIT (unset: no floor). A treasury already past the limit (it drew
+     * before the limit was set, or lowered) gets the floor where it stands: it draws nothing more, and each later
+     * call raises the floor as money comes back, up to the limit's. Answers the floor stored, and whether the treasury
+     * is past the limit.
      */
-    async applyTreasuryLimit(database: Database, currency = 'PHP'): Promise<void> {
+    async applyTreasuryLimit(
+      database: Database,
+      currency = 'PHP',
+    ): Promise<{ floor: string | null; pastLimit: boolean }> {
       await ensureAccounts(database, ['TREASURY'], currency);
-      await database.$executeRaw`UPDATE ledger_account SET floor = ${treasuryFloor === null ? null : toNumeric(treasuryFloor)}::numeric
-        WHERE account = 'TREASURY' AND currency = ${currency}`;
+      const limitFloor = treasuryFloor === null ? null : toNumeric(treasuryFloor);
+      const [row] = await database.$queryRaw<Array<{ floor: Prisma.Decimal | null; past: boolean }>>`
+        UPDATE ledger_account
+        SET floor = CASE WHEN ${limitFloor}::numeric IS NULL THEN NULL ELSE LEAST(${limitFloor}::numeric, balance + pending) END
+        WHERE account = 'TREASURY' AND currency = ${currency}
+        RETURNING floor, (${limitFloor}::numeric IS NOT NULL AND balance + pending < ${limitFloor}::numeric) AS past`;
+      return {
+        floor: row?.floor == null ? null : amountOf(fromNumeric(row.floor), currency).value,
+        pastLimit: row?.past ?? false,
+      };
     },
 
     /** An account as the ops API shows it: zeros for an account with no entries yet. */
@@ -478,7 +491,12 @@ export function createLedger(options: LedgerOptions = {}) {
       const inFlight = account === 'IN_FLIGHT';
       const shown = inFlight ? balance + pending : balance;
       const held = inFlight ? 0n : -pending;
-      const floor = row?.floor ?? (floorOf(account) === null ? null : new Prisma.Decimal(toNumeric(floorOf(account)!)));
+      // The floor the database enforces; an account with no row yet gets its own when its first entry creates it.
+      const floor = row
+        ? row.floor
+        : floorOf(account) === null
+          ? null
+          : new Prisma.Decimal(toNumeric(floorOf(account)!));
       return {
         account,
         balance: amountOf(shown, currency),
