@@ -8,7 +8,7 @@ import type { FundingBatch, OpsClient } from '../client/ops-client.generated.ts'
 import { readBatchCsv } from '../domain/funding-batch.ts';
 import { exitCodes } from './exit-codes.ts';
 import { OpsProblemError } from './ops-client.ts';
-import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
+import { amountText, printJson, printText, runOps, sayKey, table, type OpsCommandOptions } from './output.ts';
 
 export interface BatchCreateOptions extends OpsCommandOptions {
   file: string;
@@ -19,6 +19,8 @@ export interface BatchCreateOptions extends OpsCommandOptions {
 }
 
 const doneStates = new Set(['COMPLETED', 'CANCELLED', 'REJECTED']);
+/** How long `batches create` waits for the API's answer: past the store's five minutes. */
+const BATCH_CREATE_ANSWER_MS = 330_000;
 
 export function formatBatch(batch: FundingBatch): string {
   const fields = [
@@ -73,52 +75,62 @@ function sourceOf(
 }
 
 export const runBatchesCreate = (options: BatchCreateOptions) =>
-  runOps('batches create', options, async (client) => {
-    const source = sourceOf(options.source);
-    if (!source) {
-      process.stderr.write('walletflow batches create: --source is TREASURY or USER_BALANCE:<partnerUserId>\n');
-      return exitCodes.usage;
-    }
-    let text: string;
-    try {
-      text = await readFile(options.file, 'utf8');
-    } catch (error) {
-      process.stderr.write(`walletflow batches create: cannot read ${options.file}: ${(error as Error).message}\n`);
-      return exitCodes.usage;
-    }
-    const read = readBatchCsv(text, 'PHP');
-    const idempotencyKey = options.idempotencyKey ?? randomUUID();
-    if (!read.ok) return printReport([read.error], 1);
-    try {
-      const name = options.name ?? options.file.replace(/^.*\//, '').replace(/\.csv$/i, '');
-      const body = { name, ...(source.type === 'USER_BALANCE' ? { source } : {}), items: read.items } as Parameters<
-        OpsClient['createFundingBatch']
-      >[0]['body'];
-      const { body: batch } = await client.createFundingBatch({ idempotencyKey, body });
-      if (options.output === 'json') return printJson(batch);
-      printText(`${formatBatch(batch)}\nidempotency key: ${idempotencyKey} (send it again to retry safely)\n`);
-    } catch (error) {
-      const problem =
-        error instanceof OpsProblemError
-          ? (error.problem as
-              | {
-                  code?: string;
-                  errors?: Array<{
-                    row: number;
-                    reference: string | null;
-                    field: string;
-                    code: string;
-                    message: string;
-                  }>;
-                  errorCount?: number;
-                }
-              | undefined)
-          : undefined;
-      if (problem?.code === 'BATCH_INVALID' && problem.errors)
-        return printReport(problem.errors, problem.errorCount ?? problem.errors.length);
-      throw error;
-    }
-  });
+  runOps(
+    'batches create',
+    options,
+    async (client) => {
+      const source = sourceOf(options.source);
+      if (!source) {
+        process.stderr.write('walletflow batches create: --source is TREASURY or USER_BALANCE:<partnerUserId>\n');
+        return exitCodes.usage;
+      }
+      let text: string;
+      try {
+        text = await readFile(options.file, 'utf8');
+      } catch (error) {
+        process.stderr.write(`walletflow batches create: cannot read ${options.file}: ${(error as Error).message}\n`);
+        return exitCodes.usage;
+      }
+      const read = readBatchCsv(text, 'PHP');
+      const idempotencyKey = options.idempotencyKey ?? randomUUID();
+      if (!read.ok) return printReport([read.error], 1);
+      // Before the request: an attempt that gets no answer (a large batch takes a while to store) may have stored it,
+      // and only this key retries it without paying every row twice.
+      sayKey('batches create', idempotencyKey);
+      try {
+        const name = options.name ?? options.file.replace(/^.*\//, '').replace(/\.csv$/i, '');
+        const body = { name, ...(source.type === 'USER_BALANCE' ? { source } : {}), items: read.items } as Parameters<
+          OpsClient['createFundingBatch']
+        >[0]['body'];
+        const { body: batch } = await client.createFundingBatch({ idempotencyKey, body });
+        if (options.output === 'json') return printJson(batch);
+        printText(`${formatBatch(batch)}\nidempotency key: ${idempotencyKey} (send it again to retry safely)\n`);
+      } catch (error) {
+        const problem =
+          error instanceof OpsProblemError
+            ? (error.problem as
+                | {
+                    code?: string;
+                    errors?: Array<{
+                      row: number;
+                      reference: string | null;
+                      field: string;
+                      code: string;
+                      message: string;
+                    }>;
+                    errorCount?: number;
+                  }
+                | undefined)
+            : undefined;
+        if (problem?.code === 'BATCH_INVALID' && problem.errors)
+          return printReport(problem.errors, problem.errorCount ?? problem.errors.length);
+        throw error;
+      }
+    },
+    // Storing 100,000 items takes tens of seconds, its transaction up to five minutes (fundings/batch-record.ts): the
+    // command waits for its answer as long.
+    { timeoutMs: BATCH_CREATE_ANSWER_MS },
+  );
 
 function printReport(
   errors: Array<{ row: number; reference: string | null; field: string; code: string; message: string }>,

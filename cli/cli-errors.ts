@@ -22,6 +22,13 @@ export function reportError(command: string, error: unknown): number {
     say(`to see its answer, send the same command again with${key || ' the same --idempotency-key'}: applied once.`);
     return exitCodes.api;
   }
+  if (error instanceof OpsNetworkError && error.method !== 'GET' && error.reason === 'no answer in time') {
+    // The request went out and may be applied (a large batch stored, an adjustment posted): only its key tells.
+    say(`the ops API at ${error.baseUrl} did not answer in time: the request may have been applied.`);
+    const key = error.idempotencyKey ? ` --idempotency-key ${error.idempotencyKey}` : '';
+    say(`send the same command again with${key || ' the same --idempotency-key'}: applied once, never twice.`);
+    return exitCodes.api;
+  }
   if (error instanceof OpsNetworkError) {
     say(`the ops API is not reachable at ${error.baseUrl} (${error.reason}).`);
     say(

@@ -16,7 +16,7 @@ import { createCountProgress, type CountProgress } from './progress.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { listQuery } from './ops-input.ts';
 import { DAY_SO_FAR_WORDS, settlementDateSchema, upTo } from '../domain/ledger.ts';
-import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
+import { amountText, printJson, printText, runOps, sayKey, table, type OpsCommandOptions } from './output.ts';
 
 export type LedgerCommandOptions = OpsCommandOptions;
 
@@ -45,6 +45,8 @@ export const runAccountsAdjust = (
 ) =>
   runOps('accounts adjust', options, async (client) => {
     const key = options.idempotencyKey ?? randomUUID();
+    // Before the request: an adjustment whose answer is lost may stand, and only this key retries it once.
+    sayKey('accounts adjust', key);
     const { status, body } = await client.adjustAccount({
       account,
       idempotencyKey: key,

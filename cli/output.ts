@@ -27,6 +27,16 @@ export function table(rows: string[][]): string {
     .join('\n');
 }
 
+/**
+ * Says a write's Idempotency-Key on stderr before its request goes out (stdout stays the answer's): whatever becomes
+ * of the request, the same command with this key is applied once.
+ */
+export function sayKey(command: string, key: string): void {
+  process.stderr.write(
+    `walletflow ${command}: idempotency key ${key} (to retry without applying it twice: --idempotency-key ${key})\n`,
+  );
+}
+
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
@@ -46,10 +56,11 @@ export async function runOps(
   command: string,
   options: OpsCommandOptions,
   work: (client: OpsClient) => Promise<number | void>,
+  client: { timeoutMs?: number } = {},
 ): Promise<number> {
   try {
-    const client = opsClientFor(resolveOpsTarget(options));
-    return (await work(client)) ?? exitCodes.ok;
+    const ops = opsClientFor(resolveOpsTarget(options), client);
+    return (await work(ops)) ?? exitCodes.ok;
   } catch (error) {
     return reportError(command, error);
   }

@@ -406,7 +406,7 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
     // The caller's own abort is theirs to read, never "no answer in time".
     if (callOptions.signal?.aborted) throw callOptions.signal.reason;
     const reason = networkReason(error);
-    if (reason !== null) throw new OpsNetworkError(baseUrl, reason);
+    if (reason !== null) throw new OpsNetworkError(baseUrl, reason, false, spec.method, headers['Idempotency-Key']);
     throw error;
   }
   const ok = response.status >= 200 && response.status <= 299;
