@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { FundingBatch, OpsClient } from '../client/ops-client.generated.ts';
-import { readBatchCsv } from '../domain/funding-batch.ts';
+import { readBatchCsv, rowErrorAsShown } from '../domain/funding-batch.ts';
 import { exitCodes } from './exit-codes.ts';
 import { OpsProblemError } from './ops-client.ts';
 import { amountText, printJson, printText, runOps, sayKey, table, type OpsCommandOptions } from './output.ts';
@@ -138,7 +138,9 @@ function printReport(
 ): number {
   const rows = [
     ['ROW', 'REFERENCE', 'FIELD', 'CODE', 'PROBLEM'],
-    ...errors.map((error) => [String(error.row), error.reference ?? '-', error.field, error.code, error.message]),
+    ...errors
+      .map(rowErrorAsShown)
+      .map((error) => [String(error.row), error.reference ?? '-', error.field, error.code, error.message]),
   ];
   process.stderr.write(
     `walletflow batches create: ${errorCount} problem${errorCount === 1 ? '' : 's'} in the file; nothing was stored (row 1 is the first line after the header)\n${table(rows)}\n`,

@@ -5,7 +5,7 @@
 // configuration (FUNDING_MIN, FUNDING_MAX, the per-user daily limits) are checked by the service.
 import type { TransitionTable } from './transitions.ts';
 import { z } from 'zod';
-import { fundingRecipientSchema, fundingStatuses } from './funding.ts';
+import { fundingRecipientSchema, fundingStatuses, maskCashInCode } from './funding.ts';
 import { fundingSourceSchema } from './ledger.ts';
 import { plainTextSchema } from './plain-text.ts';
 import {
@@ -130,6 +130,24 @@ export class CheckedBatchItems implements Iterable<BatchItem> {
 /** How much of what a row sent a listed error repeats: a reference, a field's path, a message naming keys. */
 const MAX_ERROR_TEXT = { reference: 80, field: 80, message: 300 } as const;
 const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/** A run of seven digits standing alone (not part of a longer number or an amount): it may be a cash-in code. */
+const codeLike = /(?<![\d.,])\d{7}(?![\d.,])/g;
+
+/**
+ * A row error as it is shown (the API's 422, the console, the CLI): a reference or a run of seven digits in its words
+ * may be a cash-in code (a file whose columns slipped puts one first; a parser's words repeat what it met), and a code
+ * is never shown whole (contract-decisions section 3): all but its last two digits masked.
+ */
+export function rowErrorAsShown<E extends Pick<BatchRowError, 'reference' | 'field' | 'message'>>(error: E): E {
+  const masked = (text: string) => text.replace(codeLike, maskCashInCode);
+  return {
+    ...error,
+    reference: error.reference === null ? null : masked(error.reference),
+    field: masked(error.field),
+    message: masked(error.message),
+  };
+}
 
 /** A row error as listed: what it repeats of the row cut short, so 1,000 of them stay small whatever the rows held. */
 function boundedRowError(error: BatchRowError): BatchRowError {

@@ -92,6 +92,18 @@ const tooManyItems = () => new BatchReadRefusal(frameError('items', `a batch has
 class MalformedJson extends Error {}
 
 /**
+ * Where and what the JSON parser stopped at, never the value it met: the parser's own words repeat it, and it may be
+ * a cash-in code or a token.
+ */
+function parserWords(error: Error): string {
+  const at = /absolute position "(\d+)"/.exec(error.message)?.[1];
+  if (at !== undefined) return `an unexpected character at byte ${at}`;
+  const token = /^Unexpected (?:partial )?([A-Z_]+) /.exec(error.message)?.[1];
+  if (token !== undefined) return `an unexpected ${token.toLowerCase().replaceAll('_', ' ')}`;
+  return 'it stops in the middle of a value';
+}
+
+/**
  * A streaming reader of the JSON body's frame: every token is checked against the bounds of a
  * batch (batch-json-bounds.ts) before the parser sees it; the top-level members other than
  * `items` are kept as they are (the frame schema checks them at the end), each element of `items`
@@ -129,7 +141,8 @@ function createJsonFrameReader(onItem: (raw: unknown) => void) {
     try {
       run();
     } catch (error) {
-      if (error instanceof TokenizerError || error instanceof TokenParserError) throw new MalformedJson(error.message);
+      if (error instanceof TokenizerError || error instanceof TokenParserError)
+        throw new MalformedJson(parserWords(error));
       throw error;
     }
   };

@@ -8,9 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { MAX_LISTED_ROW_ERRORS, type BatchRowError } from '../../domain/funding-batch.ts';
+import { MAX_LISTED_ROW_ERRORS, rowErrorAsShown, type BatchRowError } from '../../domain/funding-batch.ts';
 import type { FundingRefusalCode, FundingSource } from '../../domain/ledger.ts';
-import { maskCashInCode } from '../../domain/funding.ts';
 import type { BatchRequest, BatchService, CreateBatchResult } from '../../fundings/batch-service.ts';
 import { BATCH_BODY_LIMIT } from '../../fundings/batch-upload.ts';
 import { escapeHtml } from '../../lib/html.ts';
@@ -65,16 +64,11 @@ ${csrfField(person)}
 </form>`;
 }
 
-// A row's reference is the file's first column; a file whose columns slipped can put a cash-in
-// code there, and a code is never shown whole (contract-decisions section 3).
-const shownReference = (reference: string | null): string =>
-  reference === null ? '' : /^\d{7}$/.test(reference) ? maskCashInCode(reference) : reference;
-
-/** The validation report: every listed problem by row, and how many more there are. */
+/** The validation report: every listed problem by row (a cash-in code in it masked), and how many more there are. */
 export function renderRowErrors(errors: readonly BatchRowError[], errorCount: number): string {
-  const rows = errors.map((error) => [
+  const rows = errors.map(rowErrorAsShown).map((error) => [
     error.row === 0 ? '0 <span class="muted">(the form or the file)</span>' : String(error.row),
-    `<span class="id">${escapeHtml(shownReference(error.reference))}</span>`,
+    `<span class="id">${escapeHtml(error.reference ?? '')}</span>`,
     // Names kept whole, the message readable: on a phone the table scrolls in its box rather than breaking words.
     `<code class="nowrap">${escapeHtml(error.field)}</code>`,
     `<code class="nowrap">${escapeHtml(error.code)}</code>`,

@@ -15,6 +15,7 @@ import {
   batchViewSchema,
   createBatchFrameSchema,
   MAX_LISTED_ROW_ERRORS,
+  rowErrorAsShown,
   type BatchRowError,
 } from '../../domain/funding-batch.ts';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
@@ -334,7 +335,7 @@ function sendInvalid(res: Response, errors: BatchRowError[], errorCount: number)
       code: 'BATCH_INVALID',
       title: 'Unprocessable Content',
       detail: `${errorCount} problem${errorCount === 1 ? '' : 's'} in the batch${errorCount > MAX_LISTED_ROW_ERRORS ? ` (the first ${MAX_LISTED_ROW_ERRORS} listed)` : ''}; nothing was stored`,
-      errors,
+      errors: errors.map(rowErrorAsShown),
       errorCount,
     });
 }

@@ -170,6 +170,41 @@ describe('funding batches', () => {
     expect(await counts()).toEqual(before);
   });
 
+  it('never repeats a cash-in code whole in its refusal: a code in the reference column, a repeated one, or one the JSON broke at', async () => {
+    // Found by a read: a CSV row whose columns slipped put its code first, and the 422 named it as the row's reference
+    // whole, as did a repeated reference's words; a JSON body broken at a code was answered with the parser's words,
+    // the code among them (contract-decisions section 3: a code is never shown whole).
+    const slipped = await send('/ops/funding-batches?name=slipped', {
+      method: 'POST',
+      key: randomUUID(),
+      csv: 'reference,recipient_type,recipient,amount\n7654321,100.00\n7654321,100.00\n',
+    });
+    expect(slipped.status).toBe(422);
+    expect(
+      (slipped.json!.errors as Array<{ row: number; reference: string; code: string; message: string }>).map(
+        (error) => [error.row, error.reference, error.code, error.message.includes('*****21')],
+      ),
+    ).toEqual([
+      [1, '*****21', 'INVALID', false],
+      [2, '*****21', 'INVALID', false],
+      [2, '*****21', 'DUPLICATE_REFERENCE', true],
+    ]);
+    const broken = await stack.opsFetch('/ops/funding-batches', {
+      method: 'POST',
+      headers: { 'idempotency-key': randomUUID(), 'content-type': 'application/json' },
+      body: '{"name":"x","items":[{"reference":"a","recipient":{"type":"CODE","code" "7654321"}}]}',
+    });
+    const refusal = await broken.text();
+    expect({ status: broken.status, code: (JSON.parse(refusal) as { code: string }).code }).toEqual({
+      status: 400,
+      code: expect.any(String),
+    });
+    for (const text of [slipped.text, refusal]) expect(text).not.toContain('7654321');
+    expect(JSON.parse(refusal)).toMatchObject({
+      detail: expect.stringContaining('not valid JSON (an unexpected string)'),
+    });
+  });
+
   it('holds the total when stored; above the threshold it waits for another key’s approval, never the creator’s', async () => {
     const users = await Promise.all([0, 1, 2].map(() => stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' })));
     const codes = await Promise.all(users.map(async (user) => (await stack.admin.cashInCode(user.userId)).code));
