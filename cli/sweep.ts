@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../lib/config.ts';
 import { dataConverterFor } from '../lib/payload-codec.ts';
+import { temporalConnectionOptions } from '../lib/temporal.ts';
 import { manualSweepWorkflowId, startSweep } from '../workflows/sweep.contract.ts';
 
 export interface SweepOptions {
@@ -21,7 +22,11 @@ export async function runSweep(options: SweepOptions): Promise<number> {
   }
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address, connectTimeout: 5000 });
+    // As every process reaches a secured Temporal (TEMPORAL_TLS_*, TEMPORAL_API_KEY): never in the clear beside them.
+    connection = await Connection.connect({
+      ...temporalConnectionOptions(address, config.temporal.security),
+      connectTimeout: 5000,
+    });
   } catch {
     console.error(
       `walletflow sweep: Temporal is not reachable at ${address} (is \`npm run dev\` running, or TEMPORAL_ADDRESS set?)`,

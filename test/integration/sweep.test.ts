@@ -291,6 +291,33 @@ describe('the sweep', () => {
     expect(Array.isArray(report.paymentsNeedingReview)).toBe(true);
   });
 
+  it('walletflow sweep reaches Temporal as the configuration says: with TLS asked for, never in the clear', async () => {
+    // Found by a read: the command connected without TEMPORAL_TLS_* and TEMPORAL_API_KEY, as no other process does: a
+    // secured Temporal refused it, or it sent its workflow's id and search attributes in the clear. Here a plain
+    // server: a TLS handshake with it fails, and the command says so (exit 3) rather than sweeping in the clear.
+    const refused = await promisify(execFile)(
+      process.execPath,
+      [...nodeArgsFor('cli/main.ts'), 'sweep', '--older-than', '600', '--json'],
+      {
+        cwd: path.resolve(import.meta.dirname, '../..'),
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: inject('temporalAddress'),
+          TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+          TEMPORAL_TASK_QUEUE: stack.taskQueue,
+          TEMPORAL_TLS: 'true',
+        },
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    ).then(
+      () => ({ code: 0, stderr: '' }),
+      (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? '' }),
+    );
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain('walletflow sweep: Temporal is not reachable at');
+  });
+
   it('the sweep runs with a heartbeat time-out, so a hung attempt is cut in seconds, not after 5 minutes', async () => {
     const workflowId = `sweep-test-${randomUUID()}`;
     const handle = await startSweep(stack.temporal, {
