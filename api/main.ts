@@ -123,27 +123,20 @@ const app = createApp({
     console: config.console,
   },
 });
-// The treasury's floor follows TREASURY_LIMIT (unset: no floor): at start, then every minute, so that a treasury
-// already past the limit, held where it stands, has its floor raised as money comes back (ledger/ledger.ts).
-const treasuryLedger = createLedger({ treasuryLimit: config.treasuryLimit ?? null });
-let treasuryPastLimit = false;
-const applyTreasuryLimit = () =>
-  treasuryLedger.applyTreasuryLimit(database).then(
+// The treasury's floor follows TREASURY_LIMIT (unset: no floor). A treasury already past the limit is held where it
+// stands, its floor raised by the ledger as money comes back (ledger/ledger.ts).
+await createLedger({ treasuryLimit: config.treasuryLimit ?? null })
+  .applyTreasuryLimit(database)
+  .then(
     ({ floor, pastLimit }) => {
-      if (pastLimit && !treasuryPastLimit)
+      if (pastLimit)
         logger.warn(
           { floor },
           'the treasury is past TREASURY_LIMIT: it funds nothing more until money comes back (adjust it from CAPITAL)',
         );
-      else if (!pastLimit && treasuryPastLimit) logger.info({ floor }, 'the treasury is within TREASURY_LIMIT again');
-      treasuryPastLimit = pastLimit;
     },
-    (error: Error) =>
-      logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT now: tried again in a minute'),
+    (error: Error) => logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT'),
   );
-await applyTreasuryLimit();
-const treasuryLimitTimer = setInterval(() => void applyTreasuryLimit(), 60_000);
-treasuryLimitTimer.unref();
 
 onboarding.start();
 // Express calls it with the error when listening fails: the 'error' handler below answers that.
@@ -173,7 +166,6 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, 'api stopping: finishing in-flight requests');
-  clearInterval(treasuryLimitTimer);
   server.close();
   server.closeIdleConnections();
   // A keep-alive connection becomes idle when its in-flight request is answered: close it then,

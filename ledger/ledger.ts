@@ -101,9 +101,9 @@ export function createLedger(options: LedgerOptions = {}) {
     const rows = [...new Set(accounts)].sort().map((account) => {
       const floor = floorOf(account);
       return Prisma.sql`(${account}, ${currency}, ${accountKind(account)}::"LedgerAccountKind", ${account.startsWith('USER:') ? account.slice(5) : null},
-        ${floor === null ? null : toNumeric(floor)}::numeric)`;
+        ${floor === null ? null : toNumeric(floor)}::numeric, ${account === 'TREASURY' && floor !== null ? toNumeric(floor) : null}::numeric)`;
     });
-    await tx.$executeRaw`INSERT INTO ledger_account (account, currency, kind, partner_user_id, floor) VALUES ${Prisma.join(rows)} ON CONFLICT DO NOTHING`;
+    await tx.$executeRaw`INSERT INTO ledger_account (account, currency, kind, partner_user_id, floor, limit_floor) VALUES ${Prisma.join(rows)} ON CONFLICT DO NOTHING`;
   }
 
   /**
@@ -457,9 +457,9 @@ export function createLedger(options: LedgerOptions = {}) {
 
     /**
      * Sets the treasury's floor from TREASURY_LIMIT (unset: no floor). A treasury already past the limit (it drew
-     * before the limit was set, or lowered) gets the floor where it stands: it draws nothing more, and each later
-     * call raises the floor as money comes back, up to the limit's. Answers the floor stored, and whether the treasury
-     * is past the limit.
+     * before the limit was set, or lowered) gets the floor where it stands: it draws nothing more, and every posting
+     * that brings money back raises the floor with it, up to the limit's (`limit_floor`, read by the ledger's entry
+     * trigger: migration 20261206100000). Answers the floor stored, and whether the treasury is past the limit.
      */
     async applyTreasuryLimit(
       database: Database,
@@ -469,7 +469,8 @@ export function createLedger(options: LedgerOptions = {}) {
       const limitFloor = treasuryFloor === null ? null : toNumeric(treasuryFloor);
       const [row] = await database.$queryRaw<Array<{ floor: Prisma.Decimal | null; past: boolean }>>`
         UPDATE ledger_account
-        SET floor = CASE WHEN ${limitFloor}::numeric IS NULL THEN NULL ELSE LEAST(${limitFloor}::numeric, balance + pending) END
+        SET limit_floor = ${limitFloor}::numeric,
+          floor = CASE WHEN ${limitFloor}::numeric IS NULL THEN NULL ELSE LEAST(${limitFloor}::numeric, balance + pending) END
         WHERE account = 'TREASURY' AND currency = ${currency}
         RETURNING floor, (${limitFloor}::numeric IS NOT NULL AND balance + pending < ${limitFloor}::numeric) AS past`;
       return {

@@ -180,26 +180,31 @@ describe('treasury fundings accepted together', () => {
     expect((await checkLedgerInvariants(database, { currency })).violations).toEqual([]);
   });
 
-  it('a treasury limit set when the treasury is already past it holds the treasury where it stands, then eases to the limit as money comes back', async () => {
+  it('a treasury limit set when the treasury is already past it holds the treasury where it stands; money that comes back is not drawn again until within the limit', async () => {
     // Found by a read: the floor's UPDATE was refused by the ledger's CHECK (the treasury below the new floor), the
     // error only logged, and the treasury went on with no limit at all (or the looser one before), while the
-    // account's view showed the configured floor as enforced.
+    // account's view showed the configured floor as enforced. Its second read found a floor set once where the
+    // treasury stood letting money that came back be drawn again, past the limit.
     const currency = 'EUR';
     const unlimited = recordsWith();
     const drawn = treasuryFunding(currency, '10.00');
-    expect(await unlimited.record.insert(drawn)).toBe(true);
+    const more = treasuryFunding(currency, '3.00');
+    for (const funding of [drawn, more]) expect(await unlimited.record.insert(funding)).toBe(true);
     const { treasury, ledger } = recordsWith({ treasuryLimit: 5_000n });
-    expect(await ledger.applyTreasuryLimit(database, currency)).toEqual({ floor: '-10.00', pastLimit: true });
-    const refused = treasuryFunding(currency, '0.01');
-    await expect(treasury.insert(refused)).rejects.toBeInstanceOf(InsufficientFundsError);
-    expect((await ledger.account(database, 'TREASURY', currency)).floor).toBe('-10.00');
-    // The drawn funding ends FAILED: its hold released, the treasury within the limit; the floor follows at the next
-    // application, up to the limit's and no further.
+    expect(await ledger.applyTreasuryLimit(database, currency)).toEqual({ floor: '-13.00', pastLimit: true });
+    await expect(treasury.insert(treasuryFunding(currency, '0.01'))).rejects.toBeInstanceOf(InsufficientFundsError);
+    const floor = async () => (await ledger.account(database, 'TREASURY', currency)).floor;
+    expect(await floor()).toBe('-13.00');
+    // 3.00 comes back (a funding ends FAILED, its hold released): still past the limit, nothing of it is drawn again.
+    expect(await unlimited.record.cancel({ id: more.id, createdAt: new Date() }, 'treasury-limit-test')).toBe(true);
+    expect(await floor()).toBe('-10.00');
+    await expect(treasury.insert(treasuryFunding(currency, '0.01'))).rejects.toBeInstanceOf(InsufficientFundsError);
+    // The rest comes back: the floor rises to the limit's and no further.
     expect(await unlimited.record.cancel({ id: drawn.id, createdAt: new Date() }, 'treasury-limit-test')).toBe(true);
-    expect(await ledger.applyTreasuryLimit(database, currency)).toEqual({ floor: '-5.00', pastLimit: false });
+    expect(await floor()).toBe('-5.00');
     expect(await treasury.insert(treasuryFunding(currency, '5.00'))).toBe(true);
     await expect(treasury.insert(treasuryFunding(currency, '0.01'))).rejects.toBeInstanceOf(InsufficientFundsError);
-    expect((await ledger.account(database, 'TREASURY', currency)).floor).toBe('-5.00');
+    expect(await floor()).toBe('-5.00');
     expect((await checkLedgerInvariants(database, { currency })).violations).toEqual([]);
   });
 
