@@ -5,10 +5,24 @@ import { z } from 'zod';
 import { amountSchema, parseSignedAmount, requestedCurrencySchema } from './money.ts';
 import { plainTextSchema } from './plain-text.ts';
 
-/** A partner user id as the ops API takes it (in a path or a body): printable, at most 128. */
+/**
+ * The accounts that are not a user's. CAPITAL: the partner's own money, the other leg of the treasury's adjustments.
+ */
+export const systemAccounts = ['TREASURY', 'IN_FLIGHT', 'WALLET_CLEARING', 'MERCHANT_REVENUE', 'CAPITAL'] as const;
+export type SystemAccount = (typeof systemAccounts)[number];
+
+/**
+ * A partner user id as the ops API takes it (in a path or a body): printable, at most 128, and no system account's
+ * name: /ops/accounts/{account} reads such a name as the system account, so that user's money could be neither read
+ * nor adjusted there, and an adjustment meant for them would move the treasury's.
+ */
 export const partnerUserIdSchema = z
   .string({ error: 'partnerUserId must be a string' })
-  .regex(/^[\x21-\x7e]{1,128}$/, 'partnerUserId must be 1 to 128 printable characters without spaces');
+  .regex(/^[\x21-\x7e]{1,128}$/, 'partnerUserId must be 1 to 128 printable characters without spaces')
+  .refine(
+    (partnerUserId) => !(systemAccounts as readonly string[]).includes(partnerUserId),
+    `partnerUserId must not be a ledger account's name (${systemAccounts.join(', ')})`,
+  );
 
 /** Whose money a funding moves: absent means TREASURY. */
 export const fundingSourceSchema = z.discriminatedUnion(
@@ -25,11 +39,6 @@ export const treasurySource: FundingSource = { type: 'TREASURY' };
 export const paymentPurposes = ['PURCHASE', 'DEPOSIT'] as const;
 export type PaymentPurpose = (typeof paymentPurposes)[number];
 
-/**
- * The accounts that are not a user's. CAPITAL: the partner's own money, the other leg of the treasury's adjustments.
- */
-export const systemAccounts = ['TREASURY', 'IN_FLIGHT', 'WALLET_CLEARING', 'MERCHANT_REVENUE', 'CAPITAL'] as const;
-export type SystemAccount = (typeof systemAccounts)[number];
 export const userAccount = (partnerUserId: string) => `USER:${partnerUserId}`;
 /** An account's name as the ledger stores it: a system account, or `USER:` and a partner user id. */
 export const accountNameSchema = z.union([z.enum(systemAccounts), z.string().regex(/^USER:[\x21-\x7e]{1,128}$/)], {

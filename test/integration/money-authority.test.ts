@@ -238,6 +238,32 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     expect((await get(`/ops/ledger/entries?cursor=${idCursor('9223372036854775807')}&limit=1`)).status).toBe(200);
   });
 
+  it('takes no ledger account’s name as a partner user id: a login binds none, a batch is paid from none', async () => {
+    // Found by a read: /ops/accounts/{account} reads TREASURY or CAPITAL as the system account, so a user by that id
+    // had money that could be neither read nor adjusted there, and an adjustment meant for them moved the treasury's.
+    const before = await stack.database.loginState.count();
+    for (const partnerUserId of ['TREASURY', 'CAPITAL', 'IN_FLIGHT']) {
+      const minted = await post('/ops/links/login-urls', { partnerUserId, mobile: '+639171234567' });
+      expect({ partnerUserId, status: minted.status, code: minted.body.code }).toEqual({
+        partnerUserId,
+        status: 400,
+        code: 'VALIDATION_ERROR',
+      });
+      const batch = await post('/ops/funding-batches', {
+        name: 'from a ledger account',
+        source: { type: 'USER_BALANCE', partnerUserId },
+        items: [{ reference: 'r-1', recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') }],
+      });
+      expect({ partnerUserId, status: batch.status }).toEqual({ partnerUserId, status: 422 });
+      expect(JSON.stringify(batch.body)).toContain('ledger account');
+    }
+    expect(await stack.database.loginState.count()).toBe(before);
+    // A partner user id that only looks like one is theirs as before.
+    expect((await post('/ops/links/login-urls', { partnerUserId: 'treasury', mobile: '+639171234567' })).status).toBe(
+      201,
+    );
+  });
+
   it('finds a user’s links by partner user id or wallet profile id', async () => {
     const { user, linkId, partnerUserId } = await linkedUser();
     expect((await get(`/ops/links?partnerUserId=${encodeURIComponent(partnerUserId)}`)).body.items).toEqual([
