@@ -4,6 +4,9 @@ import { CliInputError, exitCodes } from './exit-codes.ts';
 import { OpsNetworkError, OpsProblemError } from './ops-client.ts';
 import { opsKeySources } from './ops-target.ts';
 
+/** Network failures that mean no request reached the API: the address refused, unknown, or a port fetch refuses. */
+const nothingSent = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'bad port']);
+
 /** Writes what went wrong to stderr and returns the exit code; rethrows what it does not know. */
 export function reportError(command: string, error: unknown): number {
   const say = (text: string) => process.stderr.write(`walletflow ${command}: ${text}\n`);
@@ -22,11 +25,12 @@ export function reportError(command: string, error: unknown): number {
     say(`to see its answer, send the same command again with${key || ' the same --idempotency-key'}: applied once.`);
     return exitCodes.api;
   }
-  if (error instanceof OpsNetworkError && error.method !== 'GET' && error.reason === 'no answer in time') {
-    // The request went out and may be applied (a large batch stored, an adjustment posted): only its key tells.
-    say(`the ops API at ${error.baseUrl} did not answer in time: the request may have been applied.`);
-    const key = error.idempotencyKey ? ` --idempotency-key ${error.idempotencyKey}` : '';
-    say(`send the same command again with${key || ' the same --idempotency-key'}: applied once, never twice.`);
+  if (error instanceof OpsNetworkError && error.method !== 'GET' && !nothingSent.has(error.reason)) {
+    // The request may have gone out and been applied (a large batch stored, an adjustment posted, an endpoint made).
+    say(`the ops API at ${error.baseUrl} gave no answer (${error.reason}): the request may have been applied.`);
+    if (error.idempotencyKey)
+      say(`send the same command again with --idempotency-key ${error.idempotencyKey}: applied once, never twice.`);
+    else say('look before running it again (a list or get command): it has no key to apply it only once.');
     return exitCodes.api;
   }
   if (error instanceof OpsNetworkError) {

@@ -122,10 +122,39 @@ describe('a CLI write the API did not answer with success', () => {
       return 0;
     });
     expect(happened).toEqual([
-      `walletflow accounts adjust: the ops API at ${api} did not answer in time: the request may have been applied.`,
+      `walletflow accounts adjust: the ops API at ${api} gave no answer (no answer in time): the request may have been applied.`,
       'walletflow accounts adjust: send the same command again with --idempotency-key adjust-key-2: applied once, never twice.',
       `walletflow fundings list: the ops API is not reachable at ${api} (no answer in time).`,
       'walletflow fundings list: is walletflow running? start it with `npm run dev`, or point the CLI at it with --api <url> or WALLETFLOW_API_URL.',
+    ]);
+  });
+
+  it('a write without a key that got no answer is said to be possibly applied, never to be retried with a key it has not', async () => {
+    // Found by the second read: `webhooks endpoints create` given no answer was told to send the same
+    // --idempotency-key, which it does not take: run again, it made a second endpoint.
+    answer = 'silence';
+    const client = createOpsClient({ baseUrl: api, key: 'k'.repeat(40), timeoutMs: 300 });
+    const write = await client
+      .createWebhookEndpoint({ body: { url: 'https://partner.example/hooks', events: ['funding.approved'] } })
+      .catch((caught: unknown) => caught);
+    // A port no one listens on (a server's, closed): nothing reaches the API.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const nobody = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+    await new Promise((resolve) => closed.close(resolve));
+    const refused = await createOpsClient({ baseUrl: nobody, key: 'k'.repeat(40) })
+      .createWebhookEndpoint({ body: { url: 'https://partner.example/hooks', events: ['funding.approved'] } })
+      .catch((caught: unknown) => caught);
+    happened.length = 0;
+    await withStderr(async () => {
+      expect(reportError('webhooks endpoints create', write)).toBe(exitCodes.api);
+      expect(reportError('webhooks endpoints create', refused)).toBe(exitCodes.api);
+      return 0;
+    });
+    expect(happened.slice(0, 3)).toEqual([
+      `walletflow webhooks endpoints create: the ops API at ${api} gave no answer (no answer in time): the request may have been applied.`,
+      'walletflow webhooks endpoints create: look before running it again (a list or get command): it has no key to apply it only once.',
+      `walletflow webhooks endpoints create: the ops API is not reachable at ${nobody} (ECONNREFUSED).`,
     ]);
   });
 });
