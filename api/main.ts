@@ -66,7 +66,14 @@ const onboarding = createOnboardingDispatcher({
   logger,
   metrics,
   // A user already on the landing page is onboarded here, ahead of any backlog (docs/architecture.md, admission).
-  onboardNow: createSessionOnboarding({ database, wallet, tokens: createTokenStore(cipher), cipher, logger }),
+  onboardNow: createSessionOnboarding({
+    database,
+    wallet,
+    tokens: createTokenStore(cipher),
+    cipher,
+    logger,
+    refreshPool,
+  }),
 });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
 const retiredOwners = retiredOwnerNames(config.batches.keyOwners, config.opsApiKeys);
@@ -124,19 +131,27 @@ const app = createApp({
   },
 });
 // The treasury's floor follows TREASURY_LIMIT (unset: no floor). A treasury already past the limit is held where it
-// stands, its floor raised by the ledger as money comes back (ledger/ledger.ts).
-await createLedger({ treasuryLimit: config.treasuryLimit ?? null })
-  .applyTreasuryLimit(database)
-  .then(
+// stands, its floor raised by the ledger's entry trigger as money comes back (ledger/ledger.ts). Applied at start and
+// again every minute: a database away at start, or a floor another release set during a roll, is mended within one.
+const treasuryLedger = createLedger({ treasuryLimit: config.treasuryLimit ?? null });
+let treasuryPastLimit = false;
+const applyTreasuryLimit = () =>
+  treasuryLedger.applyTreasuryLimit(database).then(
     ({ floor, pastLimit }) => {
-      if (pastLimit)
+      if (pastLimit && !treasuryPastLimit)
         logger.warn(
           { floor },
           'the treasury is past TREASURY_LIMIT: it funds nothing more until money comes back (adjust it from CAPITAL)',
         );
+      else if (!pastLimit && treasuryPastLimit) logger.info({ floor }, 'the treasury is within TREASURY_LIMIT again');
+      treasuryPastLimit = pastLimit;
     },
-    (error: Error) => logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT'),
+    (error: Error) =>
+      logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT now: applied again in a minute'),
   );
+await applyTreasuryLimit();
+const treasuryLimitTimer = setInterval(() => void applyTreasuryLimit(), 60_000);
+treasuryLimitTimer.unref();
 
 onboarding.start();
 // Express calls it with the error when listening fails: the 'error' handler below answers that.
@@ -166,6 +181,7 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   logger.info({ signal }, 'api stopping: finishing in-flight requests');
+  clearInterval(treasuryLimitTimer);
   server.close();
   server.closeIdleConnections();
   // A keep-alive connection becomes idle when its in-flight request is answered: close it then,
