@@ -131,6 +131,9 @@ export class CheckedBatchItems implements Iterable<BatchItem> {
 const MAX_ERROR_TEXT = { reference: 80, field: 80, message: 300 } as const;
 const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
+/** Whether `text` holds `code` as seven digits standing alone (not inside a longer number). */
+const holdsCode = (text: string, code: string): boolean => text.split(/\D+/).some((digits) => digits === code);
+
 /** A run of seven digits standing alone (not part of a longer number or an amount): it may be a cash-in code. */
 const codeLike = /(?<![\d.,])\d{7}(?![\d.,])/g;
 
@@ -150,7 +153,9 @@ export function rowErrorAsShown<E extends Pick<BatchRowError, 'reference' | 'fie
 }
 
 /** A row error as listed: what it repeats of the row cut short, so 1,000 of them stay small whatever the rows held. */
-function boundedRowError(error: BatchRowError): BatchRowError {
+function boundedRowError(unmasked: BatchRowError): BatchRowError {
+  // Masked before it is cut: a code the cut went through would keep more than its last two digits.
+  const error = rowErrorAsShown(unmasked);
   return {
     ...error,
     reference: error.reference === null ? null : cut(error.reference, MAX_ERROR_TEXT.reference),
@@ -232,6 +237,17 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
       }
       const item = parsed.data;
       if (repeats(item.reference)) return;
+      if (item.recipient.type === 'CODE' && holdsCode(item.reference, item.recipient.code)) {
+        // A reference is stored and shown as it is (the items, the report, the console); a code never is whole.
+        add({
+          row,
+          reference: item.reference,
+          field: 'reference',
+          code: 'INVALID',
+          message: 'the reference holds the row’s cash-in code: a code is a secret, never a reference',
+        });
+        return;
+      }
       const foreign = currencyRefusal(item.amount.currency);
       if (foreign) {
         add({
