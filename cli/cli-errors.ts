@@ -25,14 +25,16 @@ export function reportError(command: string, error: unknown): number {
     say(`to see its answer, send the same command again with${key || ' the same --idempotency-key'}: applied once.`);
     return exitCodes.api;
   }
-  if (error instanceof OpsNetworkError && error.method !== 'GET' && !nothingSent.has(error.reason)) {
-    // The request may have gone out and been applied (a large batch stored, an adjustment posted, an endpoint made).
-    say(`the ops API at ${error.baseUrl} gave no answer (${error.reason}): the request may have been applied.`);
-    if (error.idempotencyKey)
-      say(`send the same command again with --idempotency-key ${error.idempotencyKey}: applied once, never twice.`);
+  /** A write that may have gone out and been applied (a large batch stored, an adjustment posted, an endpoint made). */
+  const mayBeApplied = (why: string, idempotencyKey: string | undefined) => {
+    say(`${why}: the request may have been applied.`);
+    if (idempotencyKey)
+      say(`send the same command again with --idempotency-key ${idempotencyKey}: applied once, never twice.`);
     else say('look before running it again (a list or get command): it has no key to apply it only once.');
     return exitCodes.api;
-  }
+  };
+  if (error instanceof OpsNetworkError && error.method !== 'GET' && !nothingSent.has(error.reason))
+    return mayBeApplied(`the ops API at ${error.baseUrl} gave no answer (${error.reason})`, error.idempotencyKey);
   if (error instanceof OpsNetworkError) {
     say(`the ops API is not reachable at ${error.baseUrl} (${error.reason}).`);
     say(
@@ -40,6 +42,9 @@ export function reportError(command: string, error: unknown): number {
     );
     return exitCodes.api;
   }
+  if (error instanceof OpsProblemError && error.method !== 'GET' && error.status >= 500 && error.problem === undefined)
+    // Not the API's answer (a load balancer's 502 or 504 while the API went on).
+    return mayBeApplied(`a ${error.status} that is not the ops API's answer`, error.idempotencyKey);
   if (error instanceof OpsProblemError) {
     say(`the ops API answered ${error.status} ${error.code}: ${error.detail}`);
     if (error.status === 401) say(`check the ops API key: ${opsKeySources}.`);

@@ -306,6 +306,8 @@ export class OpsProblemError extends Error {
     readonly status: number,
     readonly problem: Problem | undefined,
     readonly operation: string,
+    readonly method = 'GET',
+    readonly idempotencyKey?: string,
   ) {
     const code = problem?.code ?? \`HTTP_\${status}\`;
     const detail = problem ? (problem.detail ?? problem.title) : 'the answer is not a problem document: is this walletflow’s API?';
@@ -433,7 +435,7 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
       body = undefined;
     }
   }
-  if (!ok) throw new OpsProblemError(response.status, isProblem(body) ? body : undefined, id);
+  if (!ok) throw new OpsProblemError(response.status, isProblem(body) ? body : undefined, id, spec.method, headers['Idempotency-Key']);
   return { status: response.status, body };
 }
 

@@ -18,8 +18,11 @@ import { createOpsClient } from '../../client/ops-client.generated.ts';
 const happened: string[] = [];
 let server: Server;
 let api = '';
-/** How the API answers a write: a 503 as when Temporal is away (the batch stored), or nothing at all. */
-let answer: 'unavailable' | 'silence' = 'unavailable';
+/**
+ * How the API answers a write: a 503 as when Temporal is away (the batch stored), nothing at all, or a load balancer's
+ * 504 page while the API goes on.
+ */
+let answer: 'unavailable' | 'silence' | 'gateway' = 'unavailable';
 
 beforeAll(async () => {
   server = createServer((req: IncomingMessage, res) => {
@@ -27,6 +30,10 @@ beforeAll(async () => {
     req.on('end', () => {
       happened.push(`request ${req.method} ${req.url} key=${String(req.headers['idempotency-key'])}`);
       if (answer === 'silence') return;
+      if (answer === 'gateway') {
+        res.writeHead(504, { 'content-type': 'text/html' });
+        return res.end('<html><body>504 Gateway Time-out</body></html>');
+      }
       res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '5' });
       res.end(
         JSON.stringify({
@@ -126,6 +133,19 @@ describe('a CLI write the API did not answer with success', () => {
       'walletflow accounts adjust: send the same command again with --idempotency-key adjust-key-2: applied once, never twice.',
       `walletflow fundings list: the ops API is not reachable at ${api} (no answer in time).`,
       'walletflow fundings list: is walletflow running? start it with `npm run dev`, or point the CLI at it with --api <url> or WALLETFLOW_API_URL.',
+    ]);
+  });
+
+  it('a write answered 5xx by something that is not the API is said to be possibly applied, with its key', async () => {
+    // Found by the second read: a load balancer's 504 for a batch the API went on storing was told as the API's answer.
+    answer = 'gateway';
+    const file = join(mkdtempSync(join(tmpdir(), 'wf-cli-keys-')), 'payroll.csv');
+    writeFileSync(file, 'reference,recipient_type,recipient,amount\nrow-1,CODE,1234567,1.00\n');
+    expect(await withStderr(() => runBatchesCreate({ api, file, output: 'text' }))).toBe(exitCodes.api);
+    const key = keyOf(happened.find((line) => line.startsWith('request POST')));
+    expect(happened.slice(-2)).toEqual([
+      "walletflow batches create: a 504 that is not the ops API's answer: the request may have been applied.",
+      `walletflow batches create: send the same command again with --idempotency-key ${key}: applied once, never twice.`,
     ]);
   });
 
