@@ -349,7 +349,8 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         recipientType: funding.recipientType,
         reusePolicy: 'temporal-default',
       });
-      await fundings.recordEvent(funding.id, funding.status, 'reconciliation: workflow started');
+      // Under the sweep's claim: once the run started claims the funding, a late entry is dropped.
+      await fundings.recordEvent(funding.id, funding.status, 'reconciliation: workflow started', fence);
       note('workflow-started', 'the funding had no workflow', true);
       return;
     }
@@ -482,10 +483,12 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       status: payment.status,
       reusePolicy: 'temporal-default',
     });
+    // While the payment's owner is the one the sweep listed: once the run started claims it, a late entry is dropped.
     await payments.recordEvent(
       payment.id,
       payment.status,
       `reconciliation: workflow ${state === 'missing' ? 'started' : 'restarted'}`,
+      payment.ownerFence,
     );
     note(
       'workflow-started',

@@ -1058,9 +1058,16 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
             select: { id: true, batchReference: true, status: true, errorCode: true, amount: true, currency: true },
           }),
 
-    /** A timeline entry that changes nothing (the sweep started a missing workflow). */
-    recordEvent: (fundingId: string, status: FundingStatus, detail: string) =>
-      database.fundingEvent.create({ data: { fundingId, status, detail } }).then(() => undefined),
+    /**
+     * A timeline entry that changes nothing (the sweep started a missing workflow), written only while the funding's
+     * owner fence is still `whileFence`: once the run it started claimed the funding, a late entry (its writer paused)
+     * would stand after that run's moves, and is dropped.
+     */
+    recordEvent: (fundingId: string, status: FundingStatus, detail: string, whileFence: number) =>
+      database.$executeRaw`
+        INSERT INTO funding_event (funding_id, status, detail)
+        SELECT id, ${status}::"FundingStatus", ${detail} FROM funding
+        WHERE id = ${fundingId}::uuid AND owner_fence = ${whileFence}`.then(() => undefined),
   };
 }
 

@@ -403,9 +403,16 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       return readFinished(id, finished, input.status);
     },
 
-    /** A timeline entry that changes nothing (the sweep started or restarted its workflow). */
-    recordEvent: (id: string, status: PaymentStatus, detail: string) =>
-      database.paymentEvent.create({ data: { paymentId: id, status, detail } }).then(() => undefined),
+    /**
+     * A timeline entry that changes nothing (the sweep started or restarted its workflow), written only while the
+     * payment's owner fence is still `whileFence`: once the run it started claimed the payment, a late entry (its
+     * writer paused) would stand after that run's moves, and is dropped.
+     */
+    recordEvent: (id: string, status: PaymentStatus, detail: string, whileFence: number) =>
+      database.$executeRaw`
+        INSERT INTO payment_event (payment_id, status, detail)
+        SELECT id, ${status}::"PaymentStatus", ${detail} FROM payment
+        WHERE id = ${id}::uuid AND owner_fence = ${whileFence}`.then(() => undefined),
   };
 }
 

@@ -686,6 +686,30 @@ describe('a funding create answered late, stored just before its run’s next at
   });
 });
 
+describe('the sweep’s entry that it started a workflow, written late', () => {
+  it('is dropped once the run it started claimed the funding or the payment: it never stands after that run’s moves', async () => {
+    // Found by a read: the sweep wrote "workflow started" after the start, unfenced; a sweep attempt paused between
+    // the two wrote it after the new run had claimed the record and moved it (even after APPROVED or SUCCEEDED).
+    const { fundingId } = await codeFunding();
+    const sweepClaim = (await fundings.claim(fundingId))!.fence;
+    await fundings.claim(fundingId); // the run the sweep started
+    await fundings.recordEvent(fundingId, 'PENDING', 'reconciliation: workflow started', sweepClaim);
+    const { id } = await storedPayment();
+    const listed = (await payments.get(id)).ownerFence;
+    await payments.claim(id); // the run the sweep started
+    await payments.recordEvent(id, 'PENDING', 'reconciliation: workflow started', listed);
+    const written = async () => ({
+      funding: (await fundings.findWithEvents(fundingId))!.events.map((event) => event.detail),
+      payment: (await stack.database.paymentEvent.findMany({ where: { paymentId: id } })).map((event) => event.detail),
+    });
+    expect(await written()).toEqual({ funding: [expect.any(String)], payment: [expect.any(String)] });
+    // Written in time (no run claimed since), it stands.
+    const current = (await fundings.get(fundingId)).ownerFence;
+    await fundings.recordEvent(fundingId, 'PENDING', 'reconciliation: workflow started', current);
+    expect((await written()).funding.at(-1)).toBe('reconciliation: workflow started');
+  });
+});
+
 describe('a review park that did not move', () => {
   it('answers the final state the funding already has, for the workflow to end with', async () => {
     const gate = walletGate(stack.wallet);
