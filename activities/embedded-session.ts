@@ -3,7 +3,7 @@
 // these map its outcomes to Temporal's retries and failures. Results carry ids and codes.
 import { ApplicationFailure } from '@temporalio/activity';
 import type { OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
-import type { Database } from '../lib/database.ts';
+import type { Database, RefreshPool } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createSessionOnboarding } from '../links/embedded-onboarding.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
@@ -17,10 +17,11 @@ import { walletRetry } from './wallet-retry.ts';
 
 export interface EmbeddedSessionActivityDependencies {
   database: Database;
-  wallet: Pick<WalletClient, 'getProfile'>;
+  wallet: Pick<WalletClient, 'getProfile' | 'refreshEmbedded'>;
   tokens: TokenStore;
   cipher: TokenCipher;
   logger: Logger;
+  refreshPool: RefreshPool;
 }
 
 export function createEmbeddedSessionActivities(

@@ -116,6 +116,7 @@ export function createActivities(deps: ActivityDependencies) {
         tokens,
         cipher: deps.cipher,
         logger: deps.logger,
+        refreshPool: deps.refreshPool,
       }),
       ...fundWalletActivities,
       ...createBatchActivities({

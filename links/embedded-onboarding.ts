@@ -1,13 +1,15 @@
 // An embedded session's onboarding, the one writer of its outcome: read the profile with the
 // session's access token, find or create the EMBEDDED link by profileId and move the tokens to it,
 // keep the page's small profile summary (first name, KYC status) on the session row, and mark it
-// READY; or FAILED when the wallet refuses the token. Repeatable and safe to run twice at once:
+// READY; or FAILED when the wallet refuses the token and its refresh. An access token refused (it expired while the
+// session waited: a storm's backlog, a delivery late) is refreshed once with the session's refresh token, under the
+// session row's lock, as the vault refreshes a link's. Repeatable and safe to run twice at once:
 // the link is saved by profileId and the row moves only from PENDING. Two callers: the
 // onboardEmbeddedSession workflow's activity (activities/embedded-session.ts), and the landing
 // page when the user is already there (on demand, ahead of a storm's backlog).
 import { firstNameForPage, type OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
 import { embeddedPartnerUserId } from '../domain/link.ts';
-import type { Database } from '../lib/database.ts';
+import type { Database, RefreshPool } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, scopesOf, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { sessionAccessTokenContext, sessionRefreshTokenContext } from './embedded-sessions.ts';
@@ -18,10 +20,12 @@ import { jwtExpiry } from './token-expiry.ts';
 
 export interface SessionOnboardingDependencies {
   database: Database;
-  wallet: Pick<WalletClient, 'getProfile'>;
+  wallet: Pick<WalletClient, 'getProfile' | 'refreshEmbedded'>;
   tokens: TokenStore;
   cipher: TokenCipher;
   logger: Logger;
+  /** Where a refresh holds its session's row lock, in the line the vault's refreshes wait in (lib/database.ts). */
+  refreshPool: RefreshPool;
 }
 
 /** What one try at onboarding a session did. */
@@ -33,6 +37,24 @@ export type SessionOnboardingOutcome =
   | { kind: 'not-found' }
   /** PENDING with no tokens: nothing can onboard it. */
   | { kind: 'corrupt' };
+
+/** A session's token pair, as its row holds it or as a refresh gave it. */
+interface SessionTokens {
+  accessToken: string;
+  refreshToken: string;
+  accessTokenExpiresAt: Date;
+  refreshTokenExpiresAt: Date | null;
+}
+
+/** What a refresh of a session's refused pair came to. */
+type Renewal =
+  | { kind: 'renewed'; tokens: SessionTokens }
+  /** The wallet refused the refresh token. */
+  | { kind: 'refused' }
+  /** The session is no longer onboarding. */
+  | { kind: 'gone' }
+  /** The wallet did not answer the refresh: nothing changed; try again. */
+  | { kind: 'retry'; error: WalletError };
 
 /** The embedded refresh token's lifetime (interface: 1200 s), when its `exp` cannot be read. */
 const EMBEDDED_REFRESH_LIFETIME_MS = 1_200_000;
@@ -63,28 +85,111 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
     return resultOf(row);
   }
 
+  /**
+   * The session's pair after its access token `refused` was refused: refreshed once under the session row's lock (a
+   * refresh invalidates the pair, so a second try that waited on the lock takes the pair the first stored, never
+   * refreshing with a dead one), or the wallet's word on the refresh. `gone`: the session is no longer onboarding.
+   */
+  async function renewed(id: string, refused: string): Promise<Renewal> {
+    // In the refresh pool's line, as a link's refresh: the lock's connection is never one its call's audit row needs.
+    // A refresh the line cannot take now throws Overloaded: nothing was sent, the try is made again.
+    return deps.refreshPool.admission.run(() => renewInTransaction(id, refused), id);
+  }
+
+  async function renewInTransaction(id: string, refused: string): Promise<Renewal> {
+    return deps.refreshPool.database.$transaction(
+      async (tx) => {
+        const [locked] = await tx.$queryRaw<
+          Array<{
+            status: string;
+            access: Uint8Array | null;
+            refresh: Uint8Array | null;
+            access_expires: Date;
+            refresh_expires: Date | null;
+          }>
+        >`
+          SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
+            access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
+          FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
+        if (locked?.status !== 'PENDING' || !locked.access || !locked.refresh) return { kind: 'gone' };
+        const stored = sessionTokensOf(id, { ...locked, access: locked.access, refresh: locked.refresh });
+        if (stored.accessToken !== refused) return { kind: 'renewed', tokens: stored };
+        let answer;
+        try {
+          answer = await deps.wallet.refreshEmbedded(stored.refreshToken);
+        } catch (error) {
+          if (!isWalletError(error)) throw error;
+          return error.outcome === 'rejected' ? { kind: 'refused' } : { kind: 'retry', error };
+        }
+        const tokens: SessionTokens = {
+          accessToken: answer.data.accessToken,
+          refreshToken: answer.data.refreshToken,
+          accessTokenExpiresAt: answer.data.expiresAt,
+          refreshTokenExpiresAt: jwtExpiry(answer.data.refreshToken),
+        };
+        await tx.embeddedSession.update({
+          where: { id },
+          data: {
+            accessTokenEncrypted: deps.cipher.encrypt(tokens.accessToken, sessionAccessTokenContext(id)),
+            refreshTokenEncrypted: deps.cipher.encrypt(tokens.refreshToken, sessionRefreshTokenContext(id)),
+            accessTokenExpiresAt: tokens.accessTokenExpiresAt,
+            refreshTokenExpiresAt: tokens.refreshTokenExpiresAt,
+          },
+        });
+        logger.info({ sessionRecordId: id }, 'embedded session tokens refreshed before onboarding');
+        return { kind: 'renewed', tokens };
+      },
+      { timeout: 30_000, maxWait: 10_000 },
+    );
+  }
+
+  /** The session's pair as its row holds it. */
+  function sessionTokensOf(
+    id: string,
+    row: { access: Uint8Array; refresh: Uint8Array; access_expires: Date; refresh_expires: Date | null },
+  ): SessionTokens {
+    return {
+      accessToken: deps.cipher.decrypt(row.access, sessionAccessTokenContext(id)),
+      refreshToken: deps.cipher.decrypt(row.refresh, sessionRefreshTokenContext(id)),
+      accessTokenExpiresAt: row.access_expires,
+      refreshTokenExpiresAt: row.refresh_expires,
+    };
+  }
+
   /** Links the session: profile → link (EMBEDDED, by profileId) with the session's tokens. Repeatable. */
   async function link(sessionRecordId: string): Promise<SessionOnboardingOutcome> {
     const row = await database.embeddedSession.findUnique({ where: { id: sessionRecordId } });
     if (!row) return { kind: 'not-found' };
     if (row.status !== 'PENDING') return { kind: 'done', result: resultOf(row) };
     if (!row.accessTokenEncrypted || !row.refreshTokenEncrypted) return { kind: 'corrupt' };
-    const accessToken = deps.cipher.decrypt(row.accessTokenEncrypted, sessionAccessTokenContext(row.id));
-    const refreshToken = deps.cipher.decrypt(row.refreshTokenEncrypted, sessionRefreshTokenContext(row.id));
+    let tokens = sessionTokensOf(row.id, {
+      access: row.accessTokenEncrypted,
+      refresh: row.refreshTokenEncrypted,
+      access_expires: row.accessTokenExpiresAt,
+      refresh_expires: row.refreshTokenExpiresAt,
+    });
+    const reread = async () => resultOf(await database.embeddedSession.findUniqueOrThrow({ where: { id: row.id } }));
 
     let profile;
-    try {
-      profile = await deps.wallet.getProfile(accessToken);
-    } catch (error) {
-      if (!isWalletError(error)) throw error;
-      // 401: the delivered token is refused; the user must open the tile again.
-      if (error.outcome === 'rejected')
-        return {
-          kind: 'done',
-          result: await fail(sessionRecordId, error.httpStatus === 401 ? 'REAUTH_REQUIRED' : error.code),
-        };
-      return { kind: 'retry', error };
+    for (let refreshed = false; ; refreshed = true) {
+      try {
+        profile = await deps.wallet.getProfile(tokens.accessToken);
+        break;
+      } catch (error) {
+        if (!isWalletError(error)) throw error;
+        if (error.outcome !== 'rejected') return { kind: 'retry', error };
+        if (error.httpStatus !== 401) return { kind: 'done', result: await fail(sessionRecordId, error.code) };
+        // 401: the access token is refused. Once, the session's refresh token gets a new pair; refused too (or
+        // refused again), the user must open the tile again.
+        if (refreshed) return { kind: 'done', result: await fail(sessionRecordId, 'REAUTH_REQUIRED') };
+        const renewal = await renewed(row.id, tokens.accessToken);
+        if (renewal.kind === 'gone') return { kind: 'done', result: await reread() };
+        if (renewal.kind === 'retry') return { kind: 'retry', error: renewal.error };
+        if (renewal.kind === 'refused') return { kind: 'done', result: await fail(sessionRecordId, 'REAUTH_REQUIRED') };
+        tokens = renewal.tokens;
+      }
     }
+    const { accessToken, refreshToken } = tokens;
 
     const { profileId, kycStatus, name } = profile.data;
     // The link and the session's READY in one transaction, the session locked and still PENDING: a try that took
@@ -107,9 +212,9 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
           tokens: {
             accessToken,
             refreshToken,
-            accessTokenExpiresAt: row.accessTokenExpiresAt,
+            accessTokenExpiresAt: tokens.accessTokenExpiresAt,
             refreshTokenExpiresAt:
-              row.refreshTokenExpiresAt ??
+              tokens.refreshTokenExpiresAt ??
               jwtExpiry(refreshToken) ??
               new Date(row.createdAt.getTime() + EMBEDDED_REFRESH_LIFETIME_MS),
           },

@@ -779,6 +779,47 @@ describe('GET /ops/links/{linkId}/profile', () => {
   });
 });
 
+describe('a session whose access token expired before it was onboarded', () => {
+  // Next to last in this file: it moves the sandbox clock past an access token's lifetime.
+  it('is onboarded with the pair its refresh token gets, refreshed once: the user lands, never told to open the app again', async () => {
+    // Found by a read: a 401 for the delivered access token ended the session REAUTH_REQUIRED at once, its refresh
+    // token never tried; a backlog of ten minutes (a storm, a worker away) sent every user back to the wallet.
+    await stack.stopWorker();
+    try {
+      const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '500.00', firstName: 'Rosa' });
+      const { sessionId } = await launch(user.userId);
+      // The access token's 600 s pass while the session waits; the refresh token's 1200 s do not.
+      await stack.admin.advanceClock(601);
+      const since = new Date();
+      const client = browser();
+      expect((await client.get(`/app?sessionId=${sessionId}`)).status).toBe(200);
+      const home = await waitUntil(
+        () => client.get('/app'),
+        (page) => page.text.includes('Hello, Rosa') || page.text.includes('open the app again'),
+        30_000,
+      );
+      expect(home.text).toContain('Hello, Rosa');
+      const row = await stack.database.embeddedSession.findFirstOrThrow({
+        where: { sessionIdHash: hashBearer(sessionId) },
+      });
+      expect([row.status, row.errorCode]).toEqual(['READY', null]);
+      const calls = await stack.database.walletCall.groupBy({
+        by: ['operation', 'outcome'],
+        where: { operation: { in: ['op.tokens', 'op.profile'] }, startedAt: { gte: since } },
+        _count: true,
+      });
+      expect(Object.fromEntries(calls.map((call) => [`${call.operation} ${call.outcome}`, call._count]))).toMatchObject(
+        { 'op.tokens ok': 1, 'op.profile ok': 1 },
+      );
+      expect(await stack.database.link.findUniqueOrThrow({ where: { id: row.linkId! } })).toMatchObject({
+        status: 'ACTIVE',
+      });
+    } finally {
+      await stack.startWorker();
+    }
+  });
+});
+
 describe('an expired embedded refresh token', () => {
   // Last in this file: it moves the sandbox clock past every token's lifetime.
   it('ends the withdrawal with the reopen-from-wallet message, marks the link REAUTH_REQUIRED, and the page says so', async () => {

@@ -204,12 +204,14 @@ describe('a try at onboarding that outlives its turn', () => {
       tokens: stack.tokens,
       cipher: createTokenCipher(stack.encryptionKey),
       logger: createLogger({ level: 'silent' }),
+      refreshPool: stack.refreshPool,
       wallet: {
         getProfile: async (token) => {
           reached();
           await held;
           return stack.wallet.getProfile(token);
         },
+        refreshEmbedded: (token) => stack.wallet.refreshEmbedded(token),
       },
     });
     return { onboarding, atTheWallet, letThrough };

@@ -206,7 +206,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
       taskQueue,
       logger,
       ...(options.metrics ? { metrics: options.metrics } : {}),
-      onboardNow: createSessionOnboarding({ database, wallet, tokens, cipher, logger }),
+      onboardNow: createSessionOnboarding({ database, wallet, tokens, cipher, logger, refreshPool }),
     });
     onboarding.start();
     stops.push(() => onboarding.stop());
