@@ -475,7 +475,9 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       return;
     }
     // Stored but never started (the API died), or its run ended unfinished: a new run resumes it
-    // from the record; in EXECUTING it counts the earlier execute as one whose outcome is unknown.
+    // from the record; in EXECUTING it counts the earlier execute as one whose outcome is unknown. The owner as it
+    // stands right before the start (the page was listed a while ago): the entry below is written while it still is.
+    const { ownerFence } = await payments.get(payment.id);
     await startPayWallet(deps.temporal, {
       workflowId: payment.workflowId,
       taskQueue: deps.taskQueue,
@@ -488,7 +490,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       payment.id,
       payment.status,
       `reconciliation: workflow ${state === 'missing' ? 'started' : 'restarted'}`,
-      payment.ownerFence,
+      ownerFence,
     );
     note(
       'workflow-started',
