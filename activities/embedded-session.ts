@@ -22,6 +22,7 @@ export interface EmbeddedSessionActivityDependencies {
   cipher: TokenCipher;
   logger: Logger;
   refreshPool: RefreshPool;
+  walletTimeoutMs?: number;
 }
 
 export function createEmbeddedSessionActivities(

@@ -117,6 +117,7 @@ export function createActivities(deps: ActivityDependencies) {
         cipher: deps.cipher,
         logger: deps.logger,
         refreshPool: deps.refreshPool,
+        ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }),
       }),
       ...fundWalletActivities,
       ...createBatchActivities({

@@ -73,6 +73,7 @@ const onboarding = createOnboardingDispatcher({
     cipher,
     logger,
     refreshPool,
+    walletTimeoutMs: config.wallet.timeoutMs,
   }),
 });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');

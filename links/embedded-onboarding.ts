@@ -9,7 +9,9 @@
 // page when the user is already there (on demand, ahead of a storm's backlog).
 import { firstNameForPage, type OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
 import { embeddedPartnerUserId } from '../domain/link.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
 import type { Database, RefreshPool } from '../lib/database.ts';
+import { refreshLockTimeoutMs } from './token-vault.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, scopesOf, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { sessionAccessTokenContext, sessionRefreshTokenContext } from './embedded-sessions.ts';
@@ -24,8 +26,10 @@ export interface SessionOnboardingDependencies {
   tokens: TokenStore;
   cipher: TokenCipher;
   logger: Logger;
-  /** Where a refresh holds its session's row lock, in the line the vault's refreshes wait in (lib/database.ts). */
+  /** Where a refresh holds its session's row lock: the refresh pool (lib/database.ts), never the audit rows' pool. */
   refreshPool: RefreshPool;
+  /** WALLET_TIMEOUT_MS: the refresh's lock lasts refreshLockTimeoutMs of it; absent: 10 s. */
+  walletTimeoutMs?: number;
 }
 
 /** What one try at onboarding a session did. */
@@ -44,6 +48,20 @@ interface SessionTokens {
   refreshToken: string;
   accessTokenExpiresAt: Date;
   refreshTokenExpiresAt: Date | null;
+  /**
+   * A pair this try rotated whose save did not commit (its transaction gave up after the wallet answered): the access
+   * token of the pair it replaced. The link takes this pair while the row still holds that one.
+   */
+  unsavedOver?: string;
+}
+
+/** An embedded_session row as a lock reads it. */
+interface LockedSessionRow {
+  status: string;
+  access: Uint8Array | null;
+  refresh: Uint8Array | null;
+  access_expires: Date;
+  refresh_expires: Date | null;
 }
 
 /** What a refresh of a session's refused pair came to. */
@@ -85,62 +103,76 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
     return resultOf(row);
   }
 
+  const lockTimeoutMs = refreshLockTimeoutMs(deps.walletTimeoutMs ?? 10_000);
+
   /**
    * The session's pair after its access token `refused` was refused: refreshed once under the session row's lock (a
    * refresh invalidates the pair, so a second try that waited on the lock takes the pair the first stored, never
    * refreshing with a dead one), or the wallet's word on the refresh. `gone`: the session is no longer onboarding.
+   * The lock is held on the refresh pool, its connection waited for 5 s at most (then it throws: tried again later).
    */
   async function renewed(id: string, refused: string): Promise<Renewal> {
-    // In the refresh pool's line, as a link's refresh: the lock's connection is never one its call's audit row needs.
-    // A refresh the line cannot take now throws Overloaded: nothing was sent, the try is made again.
-    return deps.refreshPool.admission.run(() => renewInTransaction(id, refused), id);
+    const rotation: { pair?: SessionTokens } = {};
+    let work: Promise<Renewal> | undefined;
+    try {
+      return await deps.refreshPool.database.$transaction(
+        (tx) => (work = renewInTransaction(tx, id, refused, rotation)),
+        { maxWait: 5_000, timeout: lockTimeoutMs },
+      );
+    } catch (error) {
+      // The transaction gave up while the wallet call was out: wait for it, so that a pair the wallet rotated is
+      // known here. That pair is then the only live one: onboarding goes on with it, and the link takes it.
+      await work?.catch(() => undefined);
+      if (!rotation.pair) throw error;
+      logger.warn({ sessionRecordId: id, err: (error as Error).message }, 'refreshed session tokens not saved: used');
+      return { kind: 'renewed', tokens: { ...rotation.pair, unsavedOver: refused } };
+    }
   }
 
-  async function renewInTransaction(id: string, refused: string): Promise<Renewal> {
-    return deps.refreshPool.database.$transaction(
-      async (tx) => {
-        const [locked] = await tx.$queryRaw<
-          Array<{
-            status: string;
-            access: Uint8Array | null;
-            refresh: Uint8Array | null;
-            access_expires: Date;
-            refresh_expires: Date | null;
-          }>
-        >`
-          SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
-            access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
-          FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
-        if (locked?.status !== 'PENDING' || !locked.access || !locked.refresh) return { kind: 'gone' };
-        const stored = sessionTokensOf(id, { ...locked, access: locked.access, refresh: locked.refresh });
-        if (stored.accessToken !== refused) return { kind: 'renewed', tokens: stored };
-        let answer;
-        try {
-          answer = await deps.wallet.refreshEmbedded(stored.refreshToken);
-        } catch (error) {
-          if (!isWalletError(error)) throw error;
-          return error.outcome === 'rejected' ? { kind: 'refused' } : { kind: 'retry', error };
-        }
-        const tokens: SessionTokens = {
-          accessToken: answer.data.accessToken,
-          refreshToken: answer.data.refreshToken,
-          accessTokenExpiresAt: answer.data.expiresAt,
-          refreshTokenExpiresAt: jwtExpiry(answer.data.refreshToken),
-        };
-        await tx.embeddedSession.update({
-          where: { id },
-          data: {
-            accessTokenEncrypted: deps.cipher.encrypt(tokens.accessToken, sessionAccessTokenContext(id)),
-            refreshTokenEncrypted: deps.cipher.encrypt(tokens.refreshToken, sessionRefreshTokenContext(id)),
-            accessTokenExpiresAt: tokens.accessTokenExpiresAt,
-            refreshTokenExpiresAt: tokens.refreshTokenExpiresAt,
-          },
-        });
-        logger.info({ sessionRecordId: id }, 'embedded session tokens refreshed before onboarding');
-        return { kind: 'renewed', tokens };
+  async function renewInTransaction(
+    tx: Prisma.TransactionClient,
+    id: string,
+    refused: string,
+    rotation: { pair?: SessionTokens },
+  ): Promise<Renewal> {
+    const [locked] = await tx.$queryRaw<LockedSessionRow[]>`
+      SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
+        access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
+      FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
+    const stored = locked ? storedPair(id, locked) : null;
+    if (!stored) return { kind: 'gone' };
+    if (stored.accessToken !== refused) return { kind: 'renewed', tokens: stored };
+    let answer;
+    try {
+      answer = await deps.wallet.refreshEmbedded(stored.refreshToken);
+    } catch (error) {
+      if (!isWalletError(error)) throw error;
+      return error.outcome === 'rejected' ? { kind: 'refused' } : { kind: 'retry', error };
+    }
+    const tokens: SessionTokens = {
+      accessToken: answer.data.accessToken,
+      refreshToken: answer.data.refreshToken,
+      accessTokenExpiresAt: answer.data.expiresAt,
+      refreshTokenExpiresAt: jwtExpiry(answer.data.refreshToken) ?? new Date(Date.now() + EMBEDDED_REFRESH_LIFETIME_MS),
+    };
+    rotation.pair = tokens;
+    await tx.embeddedSession.update({
+      where: { id },
+      data: {
+        accessTokenEncrypted: deps.cipher.encrypt(tokens.accessToken, sessionAccessTokenContext(id)),
+        refreshTokenEncrypted: deps.cipher.encrypt(tokens.refreshToken, sessionRefreshTokenContext(id)),
+        accessTokenExpiresAt: tokens.accessTokenExpiresAt,
+        refreshTokenExpiresAt: tokens.refreshTokenExpiresAt,
       },
-      { timeout: 30_000, maxWait: 10_000 },
-    );
+    });
+    logger.info({ sessionRecordId: id }, 'embedded session tokens refreshed before onboarding');
+    return { kind: 'renewed', tokens };
+  }
+
+  /** The pair a locked session row holds, while it is onboarding; null once it is not (or holds none). */
+  function storedPair(id: string, row: LockedSessionRow): SessionTokens | null {
+    if (row.status !== 'PENDING' || !row.access || !row.refresh) return null;
+    return sessionTokensOf(id, { ...row, access: row.access, refresh: row.refresh });
   }
 
   /** The session's pair as its row holds it. */
@@ -189,8 +221,6 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
         tokens = renewal.tokens;
       }
     }
-    const { accessToken, refreshToken } = tokens;
-
     const { profileId, kycStatus, name } = profile.data;
     // The link and the session's READY in one transaction, the session locked and still PENDING: a try that took
     // longer than its activity (the profile call) and finishes after the session ended FAILED links nothing, and a
@@ -198,9 +228,16 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
     let saved: { linkId: string; created: boolean } | null;
     try {
       saved = await database.$transaction(async (tx) => {
-        const [session] = await tx.$queryRaw<Array<{ status: string }>>`
-          SELECT status::text AS status FROM embedded_session WHERE id = ${row.id}::uuid FOR UPDATE`;
-        if (session?.status !== 'PENDING') return null;
+        const [session] = await tx.$queryRaw<LockedSessionRow[]>`
+          SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
+            access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
+          FROM embedded_session WHERE id = ${row.id}::uuid FOR UPDATE`;
+        const stored = session ? storedPair(row.id, session) : null;
+        if (!stored) return null;
+        // The newest pair: the row's (another try may have refreshed since this one read the profile, and the pair
+        // read then is dead), unless this try rotated the row's pair and could not save the new one.
+        const { accessToken, refreshToken, ...pair } =
+          tokens.unsavedOver !== undefined && stored.accessToken === tokens.unsavedOver ? tokens : stored;
         const linked = await saveLinkWithTokensIn(tx, deps.tokens, {
           partnerUserId: embeddedPartnerUserId(profileId),
           profileId,
@@ -212,9 +249,9 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
           tokens: {
             accessToken,
             refreshToken,
-            accessTokenExpiresAt: tokens.accessTokenExpiresAt,
+            accessTokenExpiresAt: pair.accessTokenExpiresAt,
             refreshTokenExpiresAt:
-              tokens.refreshTokenExpiresAt ??
+              pair.refreshTokenExpiresAt ??
               jwtExpiry(refreshToken) ??
               new Date(row.createdAt.getTime() + EMBEDDED_REFRESH_LIFETIME_MS),
           },

@@ -194,7 +194,7 @@ describe('a try at onboarding that outlives its turn', () => {
    * took longer than its activity: the activity's retry, or the run, went on meanwhile). Sessions of a queue no
    * dispatcher takes, so only this try onboards them.
    */
-  function heldOnboarding() {
+  function heldOnboarding(at: 'before' | 'after' = 'before') {
     let letThrough = () => undefined as void;
     const held = new Promise<void>((resolve) => (letThrough = resolve));
     let reached = () => undefined as void;
@@ -207,6 +207,12 @@ describe('a try at onboarding that outlives its turn', () => {
       refreshPool: stack.refreshPool,
       wallet: {
         getProfile: async (token) => {
+          if (at === 'after') {
+            const read = await stack.wallet.getProfile(token);
+            reached();
+            await held;
+            return read;
+          }
           reached();
           await held;
           return stack.wallet.getProfile(token);
@@ -229,6 +235,36 @@ describe('a try at onboarding that outlives its turn', () => {
     letThrough();
     expect(await linking).toMatchObject({ kind: 'done', result: { status: 'FAILED', linkId: null } });
     expect(await stack.database.link.count({ where: { profileId: session.profileId } })).toBe(0);
+  });
+
+  it('links the pair another try refreshed while this one read the profile, never the pair that refresh made dead', async () => {
+    // Found by the second read of the onboarding's refresh: the link took the pair this try read at its start; another
+    // try that met a 401 meanwhile had refreshed it (the old pair dead), and the link's first use went REAUTH_REQUIRED.
+    const session = await committedSession({ taskQueue: nobodysQueue });
+    const { onboarding, atTheWallet, letThrough } = heldOnboarding('after');
+    const linking = onboarding.link(session.id);
+    await atTheWallet;
+    // The other try's refresh: the row's pair rotated (as links/embedded-onboarding.ts stores it).
+    const cipher = createTokenCipher(stack.encryptionKey);
+    const row = await stack.database.embeddedSession.findUniqueOrThrow({ where: { id: session.id } });
+    const rotated = await stack.wallet.refreshEmbedded(
+      cipher.decrypt(row.refreshTokenEncrypted!, sessionRefreshTokenContext(session.id)),
+    );
+    await stack.database.embeddedSession.update({
+      where: { id: session.id },
+      data: {
+        accessTokenEncrypted: cipher.encrypt(rotated.data.accessToken, sessionAccessTokenContext(session.id)),
+        refreshTokenEncrypted: cipher.encrypt(rotated.data.refreshToken, sessionRefreshTokenContext(session.id)),
+        accessTokenExpiresAt: rotated.data.expiresAt,
+      },
+    });
+    letThrough();
+    const linked = await linking;
+    expect(linked).toMatchObject({ kind: 'done', result: { status: 'READY' } });
+    const linkId = linked.kind === 'done' ? linked.result.linkId : null;
+    // The link works: its pair is the live one (before: the dead one, and the read ended REAUTH_REQUIRED).
+    const profile = await stack.opsFetch(`/ops/links/${linkId}/profile`);
+    expect(profile.status).toBe(200);
   });
 
   it('leaves a link unlinked after its session was stored unlinked: an older login never undoes a revoke', async () => {
