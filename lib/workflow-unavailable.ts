@@ -30,9 +30,11 @@ const grpcStatus = {
  * cancelled, which nothing in the API does itself; it may have been taken all the same; any other
  * INTERNAL, a TLS alert or a message that cannot be read, is a fault and stays an error),
  * `task-failing` (FAILED_PRECONDITION on an update: the workflow's task fails, e.g. a deploy whose
- * build cannot replay the run, so no update is admitted until a build can run it).
+ * build cannot replay the run, so no update is admitted until a build can run it), `not-ready` (a resolution its
+ * workflow refused for seconds while the record waited for one: the workflow has not reached its review yet, or
+ * another resolution holds it).
  */
-export type WorkflowRefusalReason = 'unreachable' | 'timed-out' | 'busy' | 'interrupted' | 'task-failing';
+export type WorkflowRefusalReason = 'unreachable' | 'timed-out' | 'busy' | 'interrupted' | 'task-failing' | 'not-ready';
 
 export interface WorkflowRefusal {
   reason: WorkflowRefusalReason;
@@ -52,6 +54,7 @@ export const RETRY_AFTER_SECONDS: Record<WorkflowRefusalReason, number> = {
   busy: 5,
   interrupted: 5,
   'task-failing': 30,
+  'not-ready': 5,
 };
 
 /** The refusal in a few words, for a detail or a page (never the gRPC message: it may name hosts). */
@@ -61,6 +64,8 @@ export const refusalWords: Record<WorkflowRefusalReason, string> = {
   busy: 'Temporal is refusing calls for load',
   interrupted: 'the call to Temporal broke off',
   'task-failing': 'its workflow task is failing (a deploy whose build cannot run it yet)',
+  'not-ready':
+    'its workflow is not taking a resolution yet (it has not reached the review, or another one is under way)',
 };
 
 /**

@@ -24,6 +24,12 @@ import { RETRY_AFTER_SECONDS, workflowRefusalOf, type WorkflowRefusal } from '..
  */
 export const RESOLVE_DEADLINE_MS = 25_000;
 
+const notReady: WorkflowRefusal = {
+  reason: 'not-ready',
+  retryAfterSeconds: RETRY_AFTER_SECONDS['not-ready'],
+  mayHaveBeenTaken: false,
+};
+
 const timedOut: WorkflowRefusal = {
   reason: 'timed-out',
   retryAfterSeconds: RETRY_AFTER_SECONDS['timed-out'],
@@ -86,7 +92,10 @@ export async function resolveReview<Ret, Args extends [unknown, ...unknown[]]>(
       if (refusal)
         return (await record.stillWaiting()) ? { kind: 'workflow-unavailable', refusal } : { kind: 'not-waiting' };
       if (!(error instanceof WorkflowUpdateFailedError)) throw error;
-      if (!(await record.stillWaiting()) || attempt >= 20) return { kind: 'not-waiting' };
+      if (!(await record.stillWaiting())) return { kind: 'not-waiting' };
+      // Refused for seconds while the record waits (its workflow has not reached the review: a backlog, a restarted
+      // run; or another resolution holds it): not now, nothing changed. Never "not in review" for a record that is.
+      if (attempt >= 20) return { kind: 'workflow-unavailable', refusal: notReady };
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }

@@ -470,3 +470,63 @@ describe('an API whose Temporal takes calls and never answers them (a stuck fron
     expect(await ledgerKinds(stored.id)).toEqual(['HOLD']);
   }, 30_000);
 });
+
+describe('a funding whose record waits in review before its workflow does', () => {
+  let worker: Awaited<ReturnType<PartnerStack['createWorker']>> | undefined;
+  afterAll(async () => {
+    await stack.admin.clearFaults();
+    if (!worker) return;
+    worker.worker.shutdown();
+    await worker.done;
+    await worker.connection.close();
+    await worker.wallet.close();
+  });
+
+  it('is not resolved now, and told so (503 WORKFLOW_UNAVAILABLE with Retry-After), never "not in review"', async () => {
+    // Found by a read: after 20 refusals of the workflow's validator (about 5 s) a resolution was answered
+    // not-waiting, which the routes answer 409 FUNDING_NOT_IN_REVIEW ("the funding is NEEDS_REVIEW: only a funding in
+    // NEEDS_REVIEW can be resolved") for a record that waited while its workflow had not reached the review yet (a
+    // backlog, a restarted or handed-over run) or while another resolution held it: read as "someone else resolved it".
+    worker = await stack.createWorker({
+      workflowBundle: { codePath: inject('workflowBundlePath') },
+      promote: 'always',
+    });
+    // Its run waits for the wallet's answer to its create: nowhere near a review, its validator refusing every resolve.
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 45_000 }]);
+    const fundingId = await startedFunding('8.00');
+    const { workflowId } = await stack.database.funding.findUniqueOrThrow({
+      where: { id: fundingId },
+      select: { workflowId: true },
+    });
+    await waitFor(
+      'the run waiting for its create',
+      async () =>
+        (await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } })).status === 'CREATING' ? 1 : 0,
+      30_000,
+    );
+    try {
+      let direct = 0;
+      const result = await resolveReview(
+        stack.temporal,
+        workflowId,
+        resolveFundingUpdate,
+        [{ outcome: 'FAILED', note: 'a test', resolvedBy: 'test', code: null, requestReferenceNo: null }],
+        {
+          // The record waits for a resolution (as after its park committed, before its workflow took the answer).
+          stillWaiting: async () => true,
+          resolveWithoutWorkflow: async () => (direct += 1) > 0,
+        },
+      );
+      expect(result).toEqual({
+        kind: 'workflow-unavailable',
+        refusal: { reason: 'not-ready', retryAfterSeconds: 5, mayHaveBeenTaken: false },
+      });
+      expect(direct).toBe(0);
+    } finally {
+      await stack.temporal.workflow
+        .getHandle(workflowId)
+        .terminate('test over')
+        .catch(() => undefined);
+    }
+  }, 60_000);
+});
