@@ -66,6 +66,9 @@ export async function saveLinkWithTokensIn(
 ): Promise<{ linkId: string; created: boolean }> {
   if (input.kind === 'STANDALONE' && isEmbeddedPartnerUserId(input.partnerUserId))
     throw new EmbeddedPartnerUserIdError();
+  // One save of a wallet's link at a time, the first one too (a row lock takes nothing while there is no row): the
+  // second finds the first's link, as owned, newer or unlinked since, and its event says RELINKED.
+  await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:link:${input.kind}:${input.profileId}`}, 0))`;
   // Locked: two logins of the same wallet for different partner users cannot both pass the check. (NO KEY: a token
   // refresh's history row, whose reference to the link takes a KEY SHARE lock, does not wait for it.)
   const [existing] = await tx.$queryRaw<Array<{ id: string; partner_user_id: string; status: string }>>`

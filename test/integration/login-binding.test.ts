@@ -167,6 +167,34 @@ describe('login URLs and signed login tokens', () => {
     expect(refused?.detail).toContain('embedded-app user');
   });
 
+  it('first logins of one wallet at once link it once: the same partner user’s all succeed, another’s is refused as owned, none fails', async () => {
+    // Found by a read: with no link row yet, the row lock took nothing: each save found no link, each wrote LINKED as
+    // its creator, and the tokens' version guard and the unlinked-since check, which read the link, were passed by.
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const same = await Promise.allSettled(
+      Array.from({ length: 6 }, () => saveStandaloneLink(stack, user, 'partner-first-login')),
+    );
+    expect(same.map((answer) => answer.status)).toEqual(Array(6).fill('fulfilled'));
+    expect(
+      same.filter((answer) => answer.status === 'fulfilled' && answer.value.created),
+      'one of them created the link',
+    ).toHaveLength(1);
+    const other = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const rivals = await Promise.allSettled(
+      ['partner-a', 'partner-b', 'partner-a', 'partner-b'].map((partnerUserId) =>
+        saveStandaloneLink(stack, other, partnerUserId),
+      ),
+    );
+    const names = rivals.map((answer) =>
+      answer.status === 'fulfilled' ? 'linked' : (answer.reason as Error).constructor.name,
+    );
+    expect(names.filter((name) => name === 'linked')).toHaveLength(2);
+    expect(names.filter((name) => name === 'LinkOwnedError')).toHaveLength(2);
+    expect(await stack.database.link.count({ where: { profileId: { in: [user.profileId, other.profileId] } } })).toBe(
+      2,
+    );
+  });
+
   it('an ops login URL links the wallet to its partner user, once', async () => {
     const user = await stack.admin.createUser({ password: 'pw-url' });
     const partnerUserId = `partner-${randomUUID()}`;
