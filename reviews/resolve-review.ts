@@ -95,7 +95,8 @@ export async function resolveReview<Ret, Args extends [unknown, ...unknown[]]>(
       if (!(await record.stillWaiting())) return { kind: 'not-waiting' };
       // Refused for seconds while the record waits (its workflow has not reached the review: a backlog, a restarted
       // run; or another resolution holds it): not now, nothing changed. Never "not in review" for a record that is.
-      if (attempt >= 20) return { kind: 'workflow-unavailable', refusal: notReady };
+      // (Within the caller's deadline too: the sweep's is 3 s, and a refusal there is not a time-out.)
+      if (attempt >= 20 || Date.now() + 250 >= deadline) return { kind: 'workflow-unavailable', refusal: notReady };
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }

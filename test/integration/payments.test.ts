@@ -7,6 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PaymentView } from '../../domain/payment.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { waitUntil } from '../support/wait-for.ts';
+import { RESOLVE_DEADLINE_MS, resolveReview } from '../../reviews/resolve-review.ts';
+import { resolvePaymentUpdate, type ResolvePaymentUpdateInput } from '../../workflows/pay-wallet.contract.ts';
 
 let stack: PartnerStack;
 
@@ -379,4 +382,57 @@ describe('payments', () => {
     expect((await stack.opsFetch(`/ops/payments/${randomUUID()}`)).status).toBe(404);
     expect((await stack.opsFetch('/ops/payments?status=NEEDS_REVIEW')).status).toBe(200);
   });
+});
+
+describe('a payment whose record waits in review before its workflow does', () => {
+  it('is not resolved now, and told so (503 WORKFLOW_UNAVAILABLE with Retry-After), never "not in review"', async () => {
+    // Found by a read: after 20 refusals of the workflow's validator (about 5 s) a resolution was answered
+    // not-waiting, which the routes answer 409 PAYMENT_NOT_IN_REVIEW ("only a payment in NEEDS_REVIEW can be
+    // resolved") for a record that waited while its workflow had not reached the review yet (a backlog, a restarted
+    // run) or while another resolution held it: read as "someone else resolved it". Its second read found the sweep's
+    // 3 s deadline passing first: a time-out that "may have been taken", which stopped the sweep's resolutions.
+    const { linkId } = await linkedUser('100.00');
+    // Its run waits for the wallet's answer to its create: nowhere near a review, its validator refusing every resolve.
+    await stack.admin.setFaults([{ endpoint: 'op.payments.create', mode: 'latency', rate: 1, delayMs: 45_000 }]);
+    const posting = postPayment({ linkId, amount: { currency: 'PHP', value: '5.00' } }).catch(() => undefined);
+    try {
+      const payment = await waitUntil(
+        () => stack.database.payment.findFirst({ where: { linkId }, orderBy: { createdAt: 'desc' } }),
+        (row) => row?.status === 'CREATING',
+        30_000,
+      );
+      let direct = 0;
+      const record = {
+        // The record waits for a resolution (as after its park committed, before its workflow took the answer).
+        stillWaiting: async () => true,
+        resolveWithoutWorkflow: async () => (direct += 1) > 0,
+      };
+      const resolution = [{ outcome: 'FAILED' as const, note: 'a test', resolvedBy: 'test' }] as [
+        ResolvePaymentUpdateInput,
+      ];
+      for (const deadlineMs of [RESOLVE_DEADLINE_MS, 3_000])
+        expect(
+          await resolveReview(
+            stack.temporal,
+            payment!.workflowId,
+            resolvePaymentUpdate,
+            resolution,
+            record,
+            deadlineMs,
+          ),
+          `within ${deadlineMs} ms`,
+        ).toEqual({
+          kind: 'workflow-unavailable',
+          refusal: { reason: 'not-ready', retryAfterSeconds: 5, mayHaveBeenTaken: false },
+        });
+      expect(direct).toBe(0);
+      await stack.temporal.workflow
+        .getHandle(payment!.workflowId)
+        .terminate('test over')
+        .catch(() => undefined);
+    } finally {
+      await stack.admin.clearFaults();
+      await posting;
+    }
+  }, 90_000);
 });
