@@ -477,7 +477,11 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     // Stored but never started (the API died), or its run ended unfinished: a new run resumes it
     // from the record; in EXECUTING it counts the earlier execute as one whose outcome is unknown. The owner as it
     // stands right before the start (the page was listed a while ago): the entry below is written while it still is.
-    const { ownerFence } = await payments.get(payment.id);
+    const now = await payments.get(payment.id);
+    if (now.status !== payment.status) {
+      note('left-for-ops', `moved on to ${now.status} since it was listed; checked again next sweep`, false);
+      return;
+    }
     await startPayWallet(deps.temporal, {
       workflowId: payment.workflowId,
       taskQueue: deps.taskQueue,
@@ -490,7 +494,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       payment.id,
       payment.status,
       `reconciliation: workflow ${state === 'missing' ? 'started' : 'restarted'}`,
-      ownerFence,
+      now.ownerFence,
     );
     note(
       'workflow-started',
