@@ -109,24 +109,58 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
    * The session's pair after its access token `refused` was refused: refreshed once under the session row's lock (a
    * refresh invalidates the pair, so a second try that waited on the lock takes the pair the first stored, never
    * refreshing with a dead one), or the wallet's word on the refresh. `gone`: the session is no longer onboarding.
-   * The lock is held on the refresh pool, its connection waited for 5 s at most (then it throws: tried again later).
+   * The lock is held on the refresh pool, in its line as the vault's refreshes are (one at a time per session, its
+   * last connection kept for a pair saved again); a refresh the line cannot take throws Overloaded: tried again later.
    */
   async function renewed(id: string, refused: string): Promise<Renewal> {
     const rotation: { pair?: SessionTokens } = {};
     let work: Promise<Renewal> | undefined;
     try {
-      return await deps.refreshPool.database.$transaction(
-        (tx) => (work = renewInTransaction(tx, id, refused, rotation)),
-        { maxWait: 5_000, timeout: lockTimeoutMs },
+      return await deps.refreshPool.admission.run(
+        () =>
+          deps.refreshPool.database.$transaction((tx) => (work = renewInTransaction(tx, id, refused, rotation)), {
+            maxWait: lockTimeoutMs,
+            timeout: lockTimeoutMs,
+          }),
+        id,
       );
     } catch (error) {
       // The transaction gave up while the wallet call was out: wait for it, so that a pair the wallet rotated is
-      // known here. That pair is then the only live one: onboarding goes on with it, and the link takes it.
+      // known here. That pair is then the only live one: saved again over the refused one, and used.
       await work?.catch(() => undefined);
       if (!rotation.pair) throw error;
-      logger.warn({ sessionRecordId: id, err: (error as Error).message }, 'refreshed session tokens not saved: used');
+      logger.warn({ sessionRecordId: id, err: (error as Error).message }, 'refreshed session tokens saved again');
+      await saveAgain(id, refused, rotation.pair).catch((saveError: unknown) =>
+        logger.error({ sessionRecordId: id, err: (saveError as Error).message }, 'refreshed session tokens not saved'),
+      );
       return { kind: 'renewed', tokens: { ...rotation.pair, unsavedOver: refused } };
     }
+  }
+
+  /**
+   * A rotated pair whose transaction did not commit, saved over the pair it replaced while the session still holds
+   * that one and still onboards (another try that finds it then takes it, never refreshing with the dead pair).
+   */
+  async function saveAgain(id: string, refused: string, pair: SessionTokens): Promise<void> {
+    await database.$transaction(async (tx) => {
+      const [locked] = await tx.$queryRaw<LockedSessionRow[]>`
+        SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
+          access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
+        FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
+      const stored = locked ? storedPair(id, locked) : null;
+      if (stored?.accessToken !== refused) return;
+      await tx.embeddedSession.update({ where: { id }, data: sealedPair(id, pair) });
+    });
+  }
+
+  /** A pair as the session row stores it. */
+  function sealedPair(id: string, pair: SessionTokens) {
+    return {
+      accessTokenEncrypted: deps.cipher.encrypt(pair.accessToken, sessionAccessTokenContext(id)),
+      refreshTokenEncrypted: deps.cipher.encrypt(pair.refreshToken, sessionRefreshTokenContext(id)),
+      accessTokenExpiresAt: pair.accessTokenExpiresAt,
+      refreshTokenExpiresAt: pair.refreshTokenExpiresAt,
+    };
   }
 
   async function renewInTransaction(
@@ -156,15 +190,7 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
       refreshTokenExpiresAt: jwtExpiry(answer.data.refreshToken) ?? new Date(Date.now() + EMBEDDED_REFRESH_LIFETIME_MS),
     };
     rotation.pair = tokens;
-    await tx.embeddedSession.update({
-      where: { id },
-      data: {
-        accessTokenEncrypted: deps.cipher.encrypt(tokens.accessToken, sessionAccessTokenContext(id)),
-        refreshTokenEncrypted: deps.cipher.encrypt(tokens.refreshToken, sessionRefreshTokenContext(id)),
-        accessTokenExpiresAt: tokens.accessTokenExpiresAt,
-        refreshTokenExpiresAt: tokens.refreshTokenExpiresAt,
-      },
-    });
+    await tx.embeddedSession.update({ where: { id }, data: sealedPair(id, tokens) });
     logger.info({ sessionRecordId: id }, 'embedded session tokens refreshed before onboarding');
     return { kind: 'renewed', tokens };
   }
