@@ -269,23 +269,24 @@ describe('the sweep', () => {
     await stack.admin.settings({ processingDelayMs: 0 });
   }, 180_000);
 
+  /** `walletflow sweep --json` as an operator runs it, against this stack's Temporal, with `env` beside. */
+  const runSweepCli = (env: NodeJS.ProcessEnv = {}) =>
+    promisify(execFile)(process.execPath, [...nodeArgsFor('cli/main.ts'), 'sweep', '--older-than', '600', '--json'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+        TEMPORAL_TASK_QUEUE: stack.taskQueue,
+        ...env,
+      },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+
   it('walletflow sweep runs a sweep now and prints the report', async () => {
     // Asynchronously: this process's own worker runs the sweep while the CLI waits for it.
-    const result = await promisify(execFile)(
-      process.execPath,
-      [...nodeArgsFor('cli/main.ts'), 'sweep', '--older-than', '600', '--json'],
-      {
-        cwd: path.resolve(import.meta.dirname, '../..'),
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: inject('temporalAddress'),
-          TEMPORAL_NAMESPACE: inject('temporalNamespace'),
-          TEMPORAL_TASK_QUEUE: stack.taskQueue,
-        },
-        encoding: 'utf8',
-        timeout: 60_000,
-      },
-    );
+    const result = await runSweepCli();
     const report = JSON.parse(result.stdout) as SweepReport;
     expect(report).toMatchObject({ checked: expect.any(Number), repaired: expect.any(Number) });
     expect(Array.isArray(report.paymentsNeedingReview)).toBe(true);
@@ -295,22 +296,7 @@ describe('the sweep', () => {
     // Found by a read: the command connected without TEMPORAL_TLS_* and TEMPORAL_API_KEY, as no other process does: a
     // secured Temporal refused it, or it sent its workflow's id and search attributes in the clear. Here a plain
     // server: a TLS handshake with it fails, and the command says so (exit 3) rather than sweeping in the clear.
-    const refused = await promisify(execFile)(
-      process.execPath,
-      [...nodeArgsFor('cli/main.ts'), 'sweep', '--older-than', '600', '--json'],
-      {
-        cwd: path.resolve(import.meta.dirname, '../..'),
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: inject('temporalAddress'),
-          TEMPORAL_NAMESPACE: inject('temporalNamespace'),
-          TEMPORAL_TASK_QUEUE: stack.taskQueue,
-          TEMPORAL_TLS: 'true',
-        },
-        encoding: 'utf8',
-        timeout: 60_000,
-      },
-    ).then(
+    const refused = await runSweepCli({ TEMPORAL_TLS: 'true' }).then(
       () => ({ code: 0, stderr: '' }),
       (error: { code?: number; stderr?: string }) => ({ code: error.code, stderr: error.stderr ?? '' }),
     );
