@@ -11,7 +11,7 @@ import { firstNameForPage, type OnboardEmbeddedSessionResult } from '../domain/e
 import { embeddedPartnerUserId } from '../domain/link.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { Database, RefreshPool } from '../lib/database.ts';
-import { refreshLockTimeoutMs } from './token-vault.ts';
+import { refreshLockTimeoutMs, saveAgainDelayMs } from './token-vault.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, scopesOf, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { sessionAccessTokenContext, sessionRefreshTokenContext } from './embedded-sessions.ts';
@@ -129,28 +129,50 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
       // known here. That pair is then the only live one: saved again over the refused one, and used.
       await work?.catch(() => undefined);
       if (!rotation.pair) throw error;
-      logger.warn({ sessionRecordId: id, err: (error as Error).message }, 'refreshed session tokens saved again');
-      await saveAgain(id, refused, rotation.pair).catch((saveError: unknown) =>
-        logger.error({ sessionRecordId: id, err: (saveError as Error).message }, 'refreshed session tokens not saved'),
-      );
+      logger.warn({ sessionRecordId: id, err: (error as Error).message }, 'refreshed session tokens: saving again');
+      await saveAgain(id, refused, rotation.pair);
       return { kind: 'renewed', tokens: { ...rotation.pair, unsavedOver: refused } };
     }
   }
 
   /**
    * A rotated pair whose transaction did not commit, saved over the pair it replaced while the session still holds
-   * that one and still onboards (another try that finds it then takes it, never refreshing with the dead pair).
+   * that one and still onboards (another try that finds it then takes it, never refreshing with the dead pair). As the
+   * vault saves a link's again: on the refresh pool's connection kept for it (not in the line), tried again for as
+   * long as a session's refresh token lives; given up, this try still uses the pair.
    */
   async function saveAgain(id: string, refused: string, pair: SessionTokens): Promise<void> {
-    await database.$transaction(async (tx) => {
-      const [locked] = await tx.$queryRaw<LockedSessionRow[]>`
-        SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
-          access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
-        FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
-      const stored = locked ? storedPair(id, locked) : null;
-      if (stored?.accessToken !== refused) return;
-      await tx.embeddedSession.update({ where: { id }, data: sealedPair(id, pair) });
-    });
+    const giveUpAt = Date.now() + EMBEDDED_REFRESH_LIFETIME_MS;
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const saved = await deps.refreshPool.database.$transaction(
+          async (tx) => {
+            const [locked] = await tx.$queryRaw<LockedSessionRow[]>`
+              SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
+                access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
+              FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
+            const stored = locked ? storedPair(id, locked) : null;
+            if (stored?.accessToken !== refused) return false;
+            await tx.embeddedSession.update({ where: { id }, data: sealedPair(id, pair) });
+            return true;
+          },
+          { maxWait: lockTimeoutMs, timeout: lockTimeoutMs },
+        );
+        logger.info({ sessionRecordId: id, saved }, 'refreshed session tokens saved again, or the session moved on');
+        return;
+      } catch (error) {
+        if (Date.now() >= giveUpAt) {
+          logger.error({ sessionRecordId: id, attempt, err: (error as Error).message }, 'refreshed tokens not saved');
+          return;
+        }
+        const delayMs = saveAgainDelayMs(attempt);
+        logger.warn(
+          { sessionRecordId: id, attempt, retryInMs: delayMs, err: (error as Error).message },
+          'refreshed session tokens not saved yet: trying again',
+        );
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+      }
+    }
   }
 
   /** A pair as the session row stores it. */
