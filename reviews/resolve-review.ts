@@ -95,8 +95,10 @@ export async function resolveReview<Ret, Args extends [unknown, ...unknown[]]>(
       if (!(await record.stillWaiting())) return { kind: 'not-waiting' };
       // Refused for seconds while the record waits (its workflow has not reached the review: a backlog, a restarted
       // run; or another resolution holds it): not now, nothing changed. Never "not in review" for a record that is.
-      // (Within the caller's deadline too: the sweep's is 3 s, and a refusal there is not a time-out.)
-      if (attempt >= 20 || Date.now() + 250 >= deadline) return { kind: 'workflow-unavailable', refusal: notReady };
+      // (Within the caller's deadline too, with a second left for the next try's call: the sweep's deadline is 3 s, and
+      // a refusal there is not a time-out.)
+      if (attempt >= 20 || Date.now() + 250 + 1_000 >= deadline)
+        return { kind: 'workflow-unavailable', refusal: notReady };
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }
