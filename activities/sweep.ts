@@ -489,7 +489,8 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       status: payment.status,
       reusePolicy: 'temporal-default',
     });
-    // While the payment's owner is the one the sweep listed: once the run started claims it, a late entry is dropped.
+    // While the payment's owner is the one read right before the start: once the run started claims it, a late entry
+    // is dropped.
     await payments.recordEvent(
       payment.id,
       payment.status,

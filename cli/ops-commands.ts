@@ -36,7 +36,7 @@ function ops(command: Command, formats: string[] = ['json', 'text']): Command {
 
 const run = (exit: Promise<number>) => exit.then((code) => void (process.exitCode = code));
 const apiExits =
-  '3 the API refused the request or is not reachable; 64 bad input (nothing was sent); 78 no ops API key found.';
+  '3 the API refused the request, is not reachable, or gave no answer (a write: possibly applied, its key said); 64 bad input (nothing was sent); 78 no ops API key found.';
 
 function listOptions(command: Command, statuses: string[]): Command {
   return command

@@ -109,8 +109,8 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
    * The session's pair after its access token `refused` was refused: refreshed once under the session row's lock (a
    * refresh invalidates the pair, so a second try that waited on the lock takes the pair the first stored, never
    * refreshing with a dead one), or the wallet's word on the refresh. `gone`: the session is no longer onboarding.
-   * The lock is held on the refresh pool, in its line as the vault's refreshes are (one at a time per session, its
-   * last connection kept for a pair saved again); a refresh the line cannot take throws Overloaded: tried again later.
+   * The lock is held on the refresh pool, in its line as the vault's refreshes are (one at a time per session); a
+   * refresh the line cannot take throws Overloaded: tried again later.
    */
   async function renewed(id: string, refused: string): Promise<Renewal> {
     const rotation: { pair?: SessionTokens } = {};

@@ -2,7 +2,8 @@
 // the sweep's resolution of a record parked in NEEDS_REVIEW goes through the workflow that waits
 // for it, so the workflow ends with it; only when no workflow runs under its id any more is the
 // record resolved directly, audited the same way. A workflow that cannot take the resolution now
-// (Temporal unreachable or busy, or its task failing: lib/workflow-unavailable.ts) leaves the
+// (Temporal unreachable or busy, its task failing, or refusing the resolution for seconds while the record waits:
+// not-ready; lib/workflow-unavailable.ts) leaves the
 // record as it was, and the caller is told so: never resolved around a workflow that still runs.
 // Nor does one whose run no worker takes up (workers stopped, or none left for the run's pinned
 // build): Temporal holds such an update admitted, and the client asks again for ever, so the

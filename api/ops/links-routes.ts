@@ -96,7 +96,7 @@ const routes = {
     responses: {
       '201': jsonAnswer(named('LoginUrl', loginUrlSchema), 'the URL to send the user to'),
       '400': problemAnswer(
-        'a malformed body, or a partnerUserId of the embedded-app users’ wallet: namespace (wallet:{profileId}, which no standalone login binds); nothing stored',
+        'a malformed body, a partnerUserId of the embedded-app users’ wallet: namespace (wallet:{profileId}, which no standalone login binds), or a ledger account’s name (TREASURY, IN_FLIGHT, WALLET_CLEARING, MERCHANT_REVENUE, CAPITAL); nothing stored',
         ['VALIDATION_ERROR', ...malformedBodyCodes],
       ),
     },

@@ -35,7 +35,7 @@ export const opsCommonAnswers: Record<`${number}`, AnswerSpec> = {
  */
 export function workflowUnavailableAnswer(whatIsLeft: string): AnswerSpec {
   return problemAnswer(
-    `OVERLOADED: too many requests at once, nothing was stored (a connection PostgreSQL refused: the detail says what is known, and an act that committed before it says it was done: read the record instead of sending it again); WORKFLOW_UNAVAILABLE: Temporal cannot take the request's workflow call now (unreachable or busy, or the workflow's task is failing, e.g. during a deploy): ${whatIsLeft}. Either way, send the same request (same Idempotency-Key where it has one) again after Retry-After`,
+    `OVERLOADED: too many requests at once, nothing was stored (a connection PostgreSQL refused: the detail says what is known, and an act that committed before it says it was done: read the record instead of sending it again); WORKFLOW_UNAVAILABLE: Temporal cannot take the request's workflow call now (unreachable or busy, or the workflow's task is failing, e.g. during a deploy; for a resolve, also a workflow not taking a resolution yet: not at its review, or another resolution under way): ${whatIsLeft}. Either way, send the same request (same Idempotency-Key where it has one) again after Retry-After`,
     ['OVERLOADED', WORKFLOW_UNAVAILABLE],
     { 'Retry-After': retryAfterHeader },
   );
