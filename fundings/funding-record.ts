@@ -913,13 +913,12 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       // From CREATING: the one park before any execute (a create answer that does not match the request). An intent
       // an earlier attempt stored meanwhile (its answer came late) was never executed either: kept on record, not as
       // the funding's transfer, so the review cannot approve a transfer that never moved money.
-      const beforeExecute = await move(fundingId, fundingReviewStatus, event, {
-        among: (from) => from === 'CREATING',
+      return move(fundingId, fundingReviewStatus, event, {
         data,
         lockedData: async (tx) => {
-          const [row] = await tx.$queryRaw<Array<{ transfer_id: string | null }>>`
-            SELECT transfer_id FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE`;
-          if (!row?.transfer_id) return {};
+          const [row] = await tx.$queryRaw<Array<{ status: string; transfer_id: string | null }>>`
+            SELECT status::text AS status, transfer_id FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE`;
+          if (row?.status !== 'CREATING' || !row.transfer_id) return {};
           const unexecuted = `; transfer ${row.transfer_id}, created by an earlier attempt, was not executed either`;
           return {
             transferId: null,
@@ -929,10 +928,6 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         },
         fence,
       });
-      return (
-        beforeExecute ||
-        move(fundingId, fundingReviewStatus, event, { among: (from) => from !== 'CREATING', data, fence })
-      );
     },
 
     /**

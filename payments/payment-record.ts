@@ -341,13 +341,12 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       // From CREATING: the one park before any execute (a create answer that does not match the request). A wallet
       // payment an earlier attempt stored meanwhile (its answer came late) was never executed either: it is not kept
       // as the payment's, so the review offers FAILED only, never SUCCEEDED for money never taken.
-      const beforeExecute = await move(...event, {
-        among: (from) => from === 'CREATING',
+      return move(...event, {
         data,
         lockedData: async (tx) => {
-          const [row] = await tx.$queryRaw<Array<{ wallet_payment_id: string | null }>>`
-            SELECT wallet_payment_id FROM payment WHERE id = ${id}::uuid FOR UPDATE`;
-          if (!row?.wallet_payment_id) return {};
+          const [row] = await tx.$queryRaw<Array<{ status: string; wallet_payment_id: string | null }>>`
+            SELECT status::text AS status, wallet_payment_id FROM payment WHERE id = ${id}::uuid FOR UPDATE`;
+          if (row?.status !== 'CREATING' || !row.wallet_payment_id) return {};
           const unexecuted = `; payment ${row.wallet_payment_id}, created by an earlier attempt, was not executed either`;
           return {
             walletPaymentId: null,
@@ -358,7 +357,6 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
         },
         fence,
       });
-      return beforeExecute || move(...event, { among: (from) => from !== 'CREATING', data, fence });
     },
 
     /**
