@@ -147,10 +147,7 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
       try {
         const saved = await deps.refreshPool.database.$transaction(
           async (tx) => {
-            const [locked] = await tx.$queryRaw<LockedSessionRow[]>`
-              SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
-                access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
-              FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
+            const locked = await lockedSession(tx, id);
             const stored = locked ? storedPair(id, locked) : null;
             if (stored?.accessToken !== refused) return false;
             await tx.embeddedSession.update({ where: { id }, data: sealedPair(id, pair) });
@@ -191,10 +188,7 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
     refused: string,
     rotation: { pair?: SessionTokens },
   ): Promise<Renewal> {
-    const [locked] = await tx.$queryRaw<LockedSessionRow[]>`
-      SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
-        access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
-      FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
+    const locked = await lockedSession(tx, id);
     const stored = locked ? storedPair(id, locked) : null;
     if (!stored) return { kind: 'gone' };
     if (stored.accessToken !== refused) return { kind: 'renewed', tokens: stored };
@@ -215,6 +209,15 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
     await tx.embeddedSession.update({ where: { id }, data: sealedPair(id, tokens) });
     logger.info({ sessionRecordId: id }, 'embedded session tokens refreshed before onboarding');
     return { kind: 'renewed', tokens };
+  }
+
+  /** A session row, locked for the caller's transaction (FOR UPDATE); undefined when there is none. */
+  async function lockedSession(tx: Prisma.TransactionClient, id: string): Promise<LockedSessionRow | undefined> {
+    const [row] = await tx.$queryRaw<LockedSessionRow[]>`
+      SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
+        access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
+      FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
+    return row;
   }
 
   /** The pair a locked session row holds, while it is onboarding; null once it is not (or holds none). */
@@ -276,10 +279,7 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
     let saved: { linkId: string; created: boolean } | null;
     try {
       saved = await database.$transaction(async (tx) => {
-        const [session] = await tx.$queryRaw<LockedSessionRow[]>`
-          SELECT status::text AS status, access_token_encrypted AS access, refresh_token_encrypted AS refresh,
-            access_token_expires_at AS access_expires, refresh_token_expires_at AS refresh_expires
-          FROM embedded_session WHERE id = ${row.id}::uuid FOR UPDATE`;
+        const session = await lockedSession(tx, row.id);
         const stored = session ? storedPair(row.id, session) : null;
         if (!stored) return null;
         // The newest pair: the row's (another try may have refreshed since this one read the profile, and the pair
