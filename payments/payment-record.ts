@@ -337,11 +337,10 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       // The parker's attempts, and every execute of its wallet payment the audit has (reviews/execute-evidence.ts).
       const all = withRecordedExecutes(attempts, await executesSent(id));
       const data = { reviewReason: reason.slice(0, 500), reviewEvidence: all as unknown as Prisma.InputJsonValue };
-      const event = [id, reviewStatus, last?.requestReferenceNo ?? null, reason.slice(0, 500)] as const;
       // From CREATING: the one park before any execute (a create answer that does not match the request). A wallet
       // payment an earlier attempt stored meanwhile (its answer came late) was never executed either: it is not kept
       // as the payment's, so the review offers FAILED only, never SUCCEEDED for money never taken.
-      return move(...event, {
+      return move(id, reviewStatus, last?.requestReferenceNo ?? null, reason.slice(0, 500), {
         data,
         lockedData: async (tx) => {
           const [row] = await tx.$queryRaw<Array<{ status: string; wallet_payment_id: string | null }>>`
