@@ -32,11 +32,35 @@ export function createDatabase(
 ): Database {
   return new PrismaClient({
     adapter: new PrismaPg({
-      connectionString: databaseUrl,
+      connectionString: withUtcSessions(databaseUrl),
+      options: UTC_SESSION,
       max: maxConnections,
       connectionTimeoutMillis: connectTimeoutMs,
     }),
   });
+}
+
+/** The startup option that sets a connection's time zone (PostgreSQL's `options`; PgBouncer takes it too). */
+const UTC_SESSION = '-c TimeZone=UTC';
+
+/**
+ * `databaseUrl` with its connections' sessions in UTC, whatever the database, its role or its server's host says
+ * (ALTER DATABASE … SET timezone, a server initialised in the host's zone). The pg adapter reads every timestamptz as
+ * if its offset were +00:00 and sends a Date without one (prisma/prisma#26786), so in a session set to +08:00 each time
+ * PostgreSQL stamped (now(), an event's `at`) read eight hours late: a settlement's page cursor, taken from the last
+ * event read, skipped most of a day's items. A URL's own `options` win over the pool's, so ours is added to them.
+ */
+export function withUtcSessions(databaseUrl: string): string {
+  let url: URL;
+  try {
+    url = new URL(databaseUrl);
+  } catch {
+    return databaseUrl;
+  }
+  const given = url.searchParams.get('options');
+  if (given === null) return databaseUrl;
+  url.searchParams.set('options', `${given} ${UTC_SESSION}`);
+  return url.toString();
 }
 
 /**

@@ -1,0 +1,59 @@
+// Times PostgreSQL stamps read back as the instants they are, whatever time zone the database's sessions are set to:
+// the pg adapter reads a timestamptz's offset as +00:00 (prisma/prisma#26786), so a database set to Asia/Manila read
+// every now() eight hours late, and a settlement that pages a day's events by the last one read skipped or repeated
+// them. Every connection walletflow opens (lib/database.ts createDatabase) runs its session in UTC.
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase, quotedIdentifier, withUtcSessions, type Database } from '../../lib/database.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
+
+const url = testDatabaseUrl();
+const opened: Database[] = [];
+const open = (databaseUrl: string) => {
+  const database = createDatabase(databaseUrl);
+  opened.push(database);
+  return database;
+};
+
+beforeAll(async () => {
+  // This worker's database, made again after the file: its new sessions start in Manila's time (UTC+8, no DST).
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query(
+      `ALTER DATABASE ${quotedIdentifier(new URL(url).pathname.slice(1))} SET timezone = 'Asia/Manila'`,
+    );
+    const plain = await admin.query<{ zone: string }>(`SELECT current_setting('TimeZone') AS zone`);
+    expect(plain.rows[0]?.zone).not.toBe('Asia/Manila'); // set for sessions that start from now on
+  } finally {
+    await admin.end();
+  }
+});
+afterAll(async () => {
+  await Promise.all(opened.map((database) => database.$disconnect()));
+});
+
+describe('a database whose sessions are set to another time zone', () => {
+  it('reads the time PostgreSQL stamps as the instant it is, in a session in UTC', async () => {
+    const database = open(url);
+    const [row] = await database.$queryRaw<Array<{ now: Date; zone: string }>>`
+      SELECT now() AS now, current_setting('TimeZone') AS zone`;
+    expect(Math.abs(row!.now.getTime() - Date.now())).toBeLessThan(60_000);
+    expect(row!.zone).toBe('UTC');
+    // A time the client sends compares with the database's own: an hour ago is before now, not eight hours after it.
+    const [order] = await database.$queryRaw<Array<{ before: boolean }>>`
+      SELECT ${new Date(Date.now() - 3_600_000)}::timestamptz < now() AS before`;
+    expect(order!.before).toBe(true);
+  });
+
+  it('keeps a URL’s own startup options, and still runs the session in UTC', async () => {
+    const withOptions = new URL(url);
+    withOptions.searchParams.set('options', '-c statement_timeout=4321 -c TimeZone=America/New_York');
+    expect(withUtcSessions(withOptions.toString())).not.toBe(withOptions.toString());
+    const database = open(withOptions.toString());
+    const [row] = await database.$queryRaw<Array<{ now: Date; zone: string; timeout: string }>>`
+      SELECT now() AS now, current_setting('TimeZone') AS zone, current_setting('statement_timeout') AS timeout`;
+    expect(row).toMatchObject({ zone: 'UTC', timeout: '4321ms' });
+    expect(Math.abs(row!.now.getTime() - Date.now())).toBeLessThan(60_000);
+  });
+});
