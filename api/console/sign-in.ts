@@ -231,6 +231,16 @@ export function loginIsFresh(
 }
 
 /**
+ * The ID token's auth_time in whole seconds (a JWT's times may carry a fraction: kept as a bigint, one failed the
+ * sign-in with a 500 after its state was spent), or undefined where it is no time a login can have (negative, past the
+ * year 9999): as a provider that does not say when.
+ */
+export function loginTimeOf(claim: unknown): number | undefined {
+  if (typeof claim !== 'number' || !Number.isFinite(claim) || claim < 0 || claim > 253_402_300_799) return undefined;
+  return Math.floor(claim);
+}
+
+/**
  * Whether a failed exchange with the identity provider was the provider away (no answer: a network error or a time-out;
  * a 5xx, or a 429: busy; or the provider saying so in its redirect back or its token answer,
  * `temporarily_unavailable` or `server_error`, the stand-ins for a 503 and a 500 where no status can travel, RFC 6749
@@ -669,7 +679,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const freshSince = [signedOutAt, started.freshLoginSince]
       .filter((time): time is Date => time !== null)
       .reduce<Date | null>((latest, time) => (latest && latest >= time ? latest : time), null);
-    const authTime = typeof claims.auth_time === 'number' ? claims.auth_time : undefined;
+    const authTime = loginTimeOf(claims.auth_time);
     if (freshSince && !loginIsFresh(authTime, freshSince, now.getTime(), signedOutLoginAuthTime)) {
       // Audited under the login the provider answered with (whoever left it there), with no scope.
       setActor(res.locals, { kind: 'person', name: personName, scopes: new Set() });

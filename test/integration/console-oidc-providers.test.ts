@@ -188,6 +188,25 @@ describe('the console’s sign-in through an identity provider', () => {
     expect(session.groups).toEqual(['walletflow-checkers']);
   });
 
+  it('takes a login whose auth_time has a fraction of a second (a JWT’s times may): the person signed in, the login kept to its second', async () => {
+    // Before: the fraction went to a bigint column, the callback answered 500 after spending the sign-in's state, and
+    // nobody could sign in through such a provider.
+    scoped.idp.setLoginClockOffset(0.5);
+    try {
+      const { callback } = await signInThrough(scoped.stack, staff[1]!);
+      expect(callback.status, callback.text).toBe(200);
+      expect(callback.text).toContain('Signed in.');
+    } finally {
+      scoped.idp.setLoginClockOffset(0);
+    }
+    const latest = await scoped.stack.database.consoleSession.findFirstOrThrow({
+      where: { personId: 'oidc:staff-omar' },
+      orderBy: { createdAt: 'desc' },
+    });
+    expect(Number(latest.loginAuthTime) % 1).toBe(0);
+    expect(Math.abs(Number(latest.loginAuthTime) - Date.now() / 1000)).toBeLessThan(120);
+  });
+
   it('refuses a HEAD of the provider’s redirect back (a link preview, a scanner), which spends nothing: the person’s own GET signs them in', async () => {
     let head: Response | undefined;
     const { callback } = await signInThrough(scoped.stack, staff[1]!, {
