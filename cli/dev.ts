@@ -8,7 +8,13 @@ import { copyFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sandboxPortFrom, startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
-import { loadConfig, walletServiceVariables, walletUrlVariables, type AppConfig } from '../lib/config.ts';
+import {
+  loadConfig,
+  walletServiceVariables,
+  withSecretFilesRead,
+  walletUrlVariables,
+  type AppConfig,
+} from '../lib/config.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
 import { isListening, waitForPort } from '../stack/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../stack/temporal-dev-server.ts';
@@ -46,6 +52,9 @@ export const DEMO_BATCH_APPROVAL_THRESHOLD = '100.00';
 
 export async function runDev(): Promise<void> {
   const config: AppConfig = loadConfig();
+  // The caller's environment with its secrets' files read: the API and the worker get the values, and dev's own
+  // settings (the database, the ops keys, the token key) replace them, never sit beside a NAME_FILE (exit 78).
+  const callerEnv = withSecretFilesRead();
   const devState = await loadDevState(stateDir);
   const stops: Array<() => Promise<void>> = [];
   let stopping: Promise<void> | undefined;
@@ -168,7 +177,7 @@ export async function runDev(): Promise<void> {
         }
       : undefined;
     const opsApiKeys = [
-      process.env.OPS_API_KEYS || devState.opsApiKey,
+      callerEnv.OPS_API_KEYS || devState.opsApiKey,
       ...(runKeys
         ? [`walletflow-dev-seed:accounts+admin+read:${runKeys.seed}`, `sandbox-launcher:read:${runKeys.launcher}`]
         : []),
@@ -182,12 +191,12 @@ export async function runDev(): Promise<void> {
 
     // Worker and API, with every default resolved.
     const childEnv: NodeJS.ProcessEnv = {
-      ...process.env,
+      ...callerEnv,
       ...walletEnv,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       OPS_API_KEYS: opsApiKeys.join(','),
-      TOKEN_ENCRYPTION_KEY: process.env.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
+      TOKEN_ENCRYPTION_KEY: callerEnv.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
       ...consoleEnv,
       // Each start may run new workflow code: its build becomes the current version, and the runs
       // pinned to the build before (whose worker stopped with the last run) move to it
@@ -271,7 +280,7 @@ export async function runDev(): Promise<void> {
       balances,
       demoLinkId,
       // Printed only when generated here: a key the operator gave stays off the terminal and its scrollback.
-      opsApiKey: process.env.OPS_API_KEYS ? { generated: false } : { generated: true, key: devState.opsApiKey },
+      opsApiKey: callerEnv.OPS_API_KEYS ? { generated: false } : { generated: true, key: devState.opsApiKey },
       workerMetrics: config.workerMetricsPort > 0 ? `http://127.0.0.1:${config.workerMetricsPort}/metrics` : undefined,
     });
   } catch (error) {

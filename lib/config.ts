@@ -19,6 +19,7 @@ export {
 export {
   ConfigError,
   loadConfig,
+  withSecretFilesRead,
   type AppConfig,
   type ConsoleConfig,
   type TemporalSecurity,

@@ -201,6 +201,18 @@ function resolveSecretFiles(env: Env): { env: Env; problems: string[] } {
   return { env: resolved, problems };
 }
 
+/**
+ * The environment with every `NAME_FILE` read into `NAME` and the `NAME_FILE` left out: what a process that starts
+ * others with settings of its own (`walletflow dev`) hands them, so that a child never has both names, nor the file's
+ * value overruled by a default beside it.
+ */
+export function withSecretFilesRead(source: Env = process.env): NodeJS.ProcessEnv {
+  const { env, problems } = resolveSecretFiles(source);
+  if (problems.length > 0) throw new ConfigError(problems);
+  for (const name of secretVariables) delete env[`${name}_FILE`];
+  return env;
+}
+
 /** The development fallback of the fingerprint key (what every version before the key ring used). */
 function deriveFingerprintKey(tokenKey: Buffer): Buffer {
   return Buffer.from(hkdfSync('sha256', tokenKey, Buffer.alloc(0), 'walletflow:funding-fingerprint', 32));

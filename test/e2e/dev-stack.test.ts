@@ -8,7 +8,7 @@
 // first (`walletflow dev | tee dev.log`, where Ctrl-C ends tee as well).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { Client, Connection } from '@temporalio/client';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -27,7 +27,7 @@ interface DevRun {
   ports: Record<string, number>;
 }
 
-async function startDev(): Promise<DevRun> {
+async function startDev(given: NodeJS.ProcessEnv = {}): Promise<DevRun> {
   // Seven ports, all different (found one by one, two could be the same: PostgreSQL's and Temporal's once).
   const names = ['api', 'sandbox', 'postgres', 'temporal', 'temporalUi', 'workerMetrics', 'identityProvider'];
   const found = await findFreePorts(names.length);
@@ -58,7 +58,9 @@ async function startDev(): Promise<DevRun> {
     'BATCH_APPROVAL_THRESHOLD',
   ]) {
     delete env[name];
+    delete env[`${name}_FILE`];
   }
+  Object.assign(env, given);
   // Its own process group, as a terminal would run it, so SIGINT reaches the group like Ctrl-C.
   const child = spawn(process.execPath, [...nodeArgsFor('cli/main.ts'), 'dev'], {
     cwd: root,
@@ -265,8 +267,28 @@ describe('walletflow dev', () => {
       expect(await isListening(port), `${name} still listening on ${port}`).toBe(false);
     }
 
-    const second = await startDev();
+    // The second start is given its token key and its ops keys as files (NAME_FILE), as a deployment's secrets are:
+    // the API and the worker read them (they exited 78 when dev set NAME beside the NAME_FILE they inherited).
+    const devState = JSON.parse(readFileSync(path.join(stateDir, 'dev-state.json'), 'utf8')) as {
+      opsApiKey: string;
+      tokenEncryptionKey: string;
+    };
+    const secretFile = (name: string, value: string) => {
+      const file = path.join(stateDir, `${name}.secret`);
+      writeFileSync(file, `${value}\n`, { mode: 0o600 });
+      return file;
+    };
+    const second = await startDev({
+      TOKEN_ENCRYPTION_KEY_FILE: secretFile('token-key', devState.tokenEncryptionKey),
+      OPS_API_KEYS_FILE: secretFile('ops-keys', devState.opsApiKey),
+    });
     expect(second.output()).toMatch(/migrations: up to date/);
+    // The ops key from the file is the one the API takes (and, given, it is not printed).
+    expect(second.output()).not.toContain(devState.opsApiKey);
+    const readBack = await fetch(`http://127.0.0.1:${second.ports.api}/ops/links/${linkId}`, {
+      headers: { authorization: `Bearer ${devState.opsApiKey}` },
+    });
+    expect(readBack.status, await readBack.clone().text()).toBe(200);
     // The float was not posted again: 96980.00 less the two fundings (100.50, 25.00), the sample
     // batch (300 × 1.00; the cancelled one released its hold) and the new run's users' balances
     // (2500.00 + 500.00 + 20.00).
