@@ -33,14 +33,18 @@ export function createDatabase(
   return new PrismaClient({
     adapter: new PrismaPg({
       connectionString: withUtcSessions(databaseUrl),
-      options: UTC_SESSION,
+      // PGOPTIONS, which pg reads only when no options are given, kept before ours.
+      options: [process.env.PGOPTIONS, UTC_SESSION].filter(Boolean).join(' '),
       max: maxConnections,
       connectionTimeoutMillis: connectTimeoutMs,
     }),
   });
 }
 
-/** The startup option that sets a connection's time zone (PostgreSQL's `options`; PgBouncer takes it too). */
+/**
+ * The startup option that sets a connection's time zone (PostgreSQL's `options`; PgBouncer takes it from 1.20, an
+ * older one refuses the connection: docs/running-at-scale.md).
+ */
 const UTC_SESSION = '-c TimeZone=UTC';
 
 /**
@@ -48,19 +52,14 @@ const UTC_SESSION = '-c TimeZone=UTC';
  * (ALTER DATABASE … SET timezone, a server initialised in the host's zone). The pg adapter reads every timestamptz as
  * if its offset were +00:00 and sends a Date without one (prisma/prisma#26786), so in a session set to +08:00 each time
  * PostgreSQL stamped (now(), an event's `at`) read eight hours late: a settlement's page cursor, taken from the last
- * event read, skipped most of a day's items. A URL's own `options` win over the pool's, so ours is added to them.
+ * event read, skipped most of a day's items. A URL's own `options` (a query parameter, in every form pg reads: a
+ * socket's `postgresql://u:p@/db?host=…` too) win over the pool's, so ours is added to them.
  */
 export function withUtcSessions(databaseUrl: string): string {
-  let url: URL;
-  try {
-    url = new URL(databaseUrl);
-  } catch {
-    return databaseUrl;
-  }
-  const given = url.searchParams.get('options');
-  if (given === null) return databaseUrl;
-  url.searchParams.set('options', `${given} ${UTC_SESSION}`);
-  return url.toString();
+  return databaseUrl.replace(
+    /([?&]options=)([^&#]*)/g,
+    (_, key: string, value: string) => `${key}${value}${encodeURIComponent(` ${UTC_SESSION}`)}`,
+  );
 }
 
 /**
