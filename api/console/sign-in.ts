@@ -232,11 +232,13 @@ export function loginIsFresh(
 
 /**
  * The ID token's auth_time in whole seconds (a JWT's times may carry a fraction: kept as a bigint, one failed the
- * sign-in with a 500 after its state was spent), or undefined where it is no time a login can have (negative, past the
- * year 9999): as a provider that does not say when.
+ * sign-in with a 500 after its state was spent); undefined when the provider does not say; null when it is no number a
+ * login's time can be stored as (not finite, negative, past 2^53): such an answer is refused. A provider's large value
+ * (milliseconds) is kept as it is: its sign-out still tells the same login again.
  */
-export function loginTimeOf(claim: unknown): number | undefined {
-  if (typeof claim !== 'number' || !Number.isFinite(claim) || claim < 0 || claim > 253_402_300_799) return undefined;
+export function loginTimeOf(claim: unknown): number | undefined | null {
+  if (claim === undefined) return undefined;
+  if (typeof claim !== 'number' || !Number.isFinite(claim) || claim < 0 || claim > Number.MAX_SAFE_INTEGER) return null;
   return Math.floor(claim);
 }
 
@@ -666,6 +668,14 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       );
       return;
     }
+    const authTime = loginTimeOf(claims.auth_time);
+    if (authTime === null) {
+      deps.logger.warn('console: the identity provider said a login happened at no time walletflow can record');
+      await failed(req, res, () =>
+        signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'),
+      );
+      return;
+    }
     const displayName =
       [claims.name, claims.preferred_username, claims.email, userInfo.name].find(
         (value): value is string => typeof value === 'string' && value.length > 0,
@@ -679,7 +689,6 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const freshSince = [signedOutAt, started.freshLoginSince]
       .filter((time): time is Date => time !== null)
       .reduce<Date | null>((latest, time) => (latest && latest >= time ? latest : time), null);
-    const authTime = loginTimeOf(claims.auth_time);
     if (freshSince && !loginIsFresh(authTime, freshSince, now.getTime(), signedOutLoginAuthTime)) {
       // Audited under the login the provider answered with (whoever left it there), with no scope.
       setActor(res.locals, { kind: 'person', name: personName, scopes: new Set() });

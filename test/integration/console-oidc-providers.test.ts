@@ -205,6 +205,15 @@ describe('the console’s sign-in through an identity provider', () => {
     });
     expect(Number(latest.loginAuthTime) % 1).toBe(0);
     expect(Math.abs(Number(latest.loginAuthTime) - Date.now() / 1000)).toBeLessThan(120);
+    // One past what a login's time can be stored as is refused, in words, never a 500.
+    scoped.idp.setLoginClockOffset(1e16);
+    try {
+      const { callback } = await signInThrough(scoped.stack, staff[1]!);
+      expect(callback.status, callback.text).toBe(400);
+      expect(callback.text).toContain('could not be accepted');
+    } finally {
+      scoped.idp.setLoginClockOffset(0);
+    }
   });
 
   it('refuses a HEAD of the provider’s redirect back (a link preview, a scanner), which spends nothing: the person’s own GET signs them in', async () => {
