@@ -10,6 +10,7 @@ import { sandboxPortFrom, startSandbox, type RunningSandbox } from '../sandbox/s
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import {
   loadConfig,
+  secretVariables,
   walletServiceVariables,
   withSecretFilesRead,
   walletUrlVariables,
@@ -52,9 +53,8 @@ export const DEMO_BATCH_APPROVAL_THRESHOLD = '100.00';
 
 export async function runDev(): Promise<void> {
   const config: AppConfig = loadConfig();
-  // The caller's environment with its secrets' files read: the API and the worker get the values, and dev's own
-  // settings (the database, the ops keys, the token key) replace them, never sit beside a NAME_FILE (exit 78).
-  const callerEnv = withSecretFilesRead();
+  // The caller's settings with its secrets' files read (NAME_FILE): what dev builds its own settings from.
+  const given = withSecretFilesRead();
   const devState = await loadDevState(stateDir);
   const stops: Array<() => Promise<void>> = [];
   let stopping: Promise<void> | undefined;
@@ -124,7 +124,7 @@ export async function runDev(): Promise<void> {
     } else {
       const sandboxPort = sandboxPortFrom(process.env);
       step(`wallet service: built-in sandbox on port ${sandboxPort}`);
-      const unused = walletServiceVariables.filter((name) => process.env[name]?.trim());
+      const unused = walletServiceVariables.filter((name) => given[name]?.trim());
       if (unused.length > 0)
         step(
           `  not used without ${walletUrlVariables.join(', ')}: ${unused.join(', ')} (the sandbox's own registration applies)`,
@@ -177,7 +177,7 @@ export async function runDev(): Promise<void> {
         }
       : undefined;
     const opsApiKeys = [
-      callerEnv.OPS_API_KEYS || devState.opsApiKey,
+      given.OPS_API_KEYS || devState.opsApiKey,
       ...(runKeys
         ? [`walletflow-dev-seed:accounts+admin+read:${runKeys.seed}`, `sandbox-launcher:read:${runKeys.launcher}`]
         : []),
@@ -191,12 +191,12 @@ export async function runDev(): Promise<void> {
 
     // Worker and API, with every default resolved.
     const childEnv: NodeJS.ProcessEnv = {
-      ...callerEnv,
+      ...process.env,
       ...walletEnv,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
       OPS_API_KEYS: opsApiKeys.join(','),
-      TOKEN_ENCRYPTION_KEY: callerEnv.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
+      TOKEN_ENCRYPTION_KEY: given.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
       ...consoleEnv,
       // Each start may run new workflow code: its build becomes the current version, and the runs
       // pinned to the build before (whose worker stopped with the last run) move to it
@@ -207,6 +207,9 @@ export async function runDev(): Promise<void> {
       LOG_FORMAT: process.env.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
       BATCH_APPROVAL_THRESHOLD: batchApprovalThreshold,
     };
+    // A secret dev sets itself (from the caller's file where one was given) replaces that file: a child given both
+    // NAME and NAME_FILE exits 78. The caller's other NAME_FILEs stay files, out of the children's environment.
+    for (const name of secretVariables) if (childEnv[name] !== undefined) delete childEnv[`${name}_FILE`];
     const firstUser = users[0];
     if (sandbox && firstUser && childEnv.TOKEN_ENCRYPTION_KEY) {
       demoLinkId = await seedDemoLink(sandbox.url, firstUser, databaseUrl, childEnv.TOKEN_ENCRYPTION_KEY);
@@ -280,7 +283,7 @@ export async function runDev(): Promise<void> {
       balances,
       demoLinkId,
       // Printed only when generated here: a key the operator gave stays off the terminal and its scrollback.
-      opsApiKey: callerEnv.OPS_API_KEYS ? { generated: false } : { generated: true, key: devState.opsApiKey },
+      opsApiKey: given.OPS_API_KEYS ? { generated: false } : { generated: true, key: devState.opsApiKey },
       workerMetrics: config.workerMetricsPort > 0 ? `http://127.0.0.1:${config.workerMetricsPort}/metrics` : undefined,
     });
   } catch (error) {

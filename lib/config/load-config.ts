@@ -202,9 +202,9 @@ function resolveSecretFiles(env: Env): { env: Env; problems: string[] } {
 }
 
 /**
- * The environment with every `NAME_FILE` read into `NAME` and the `NAME_FILE` left out: what a process that starts
- * others with settings of its own (`walletflow dev`) hands them, so that a child never has both names, nor the file's
- * value overruled by a default beside it.
+ * The environment with every `NAME_FILE` read into `NAME` and the `NAME_FILE` left out: what a command that starts
+ * others with settings of its own (`walletflow dev`) builds them from, so that a file's value is never overruled by a
+ * default beside it.
  */
 export function withSecretFilesRead(source: Env = process.env): NodeJS.ProcessEnv {
   const { env, problems } = resolveSecretFiles(source);

@@ -7,6 +7,7 @@
 // second start reuses the data and stops everything too when whatever read its output is gone
 // first (`walletflow dev | tee dev.log`, where Ctrl-C ends tee as well).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -278,17 +279,21 @@ describe('walletflow dev', () => {
       writeFileSync(file, `${value}\n`, { mode: 0o600 });
       return file;
     };
+    const givenKey = `wf_given_${randomBytes(24).toString('base64url')}`;
     const second = await startDev({
       TOKEN_ENCRYPTION_KEY_FILE: secretFile('token-key', devState.tokenEncryptionKey),
-      OPS_API_KEYS_FILE: secretFile('ops-keys', devState.opsApiKey),
+      OPS_API_KEYS_FILE: secretFile('ops-keys', givenKey),
     });
     expect(second.output()).toMatch(/migrations: up to date/);
-    // The ops key from the file is the one the API takes (and, given, it is not printed).
-    expect(second.output()).not.toContain(devState.opsApiKey);
-    const readBack = await fetch(`http://127.0.0.1:${second.ports.api}/ops/links/${linkId}`, {
-      headers: { authorization: `Bearer ${devState.opsApiKey}` },
-    });
+    // The ops key in the file is the one the API takes, not dev's own, and, given, it is not printed.
+    expect(second.output()).not.toContain(givenKey);
+    const readLink = (key: string) =>
+      fetch(`http://127.0.0.1:${second.ports.api}/ops/links/${linkId}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+    const readBack = await readLink(givenKey);
     expect(readBack.status, await readBack.clone().text()).toBe(200);
+    expect((await readLink(devState.opsApiKey)).status).toBe(401);
     // The float was not posted again: 96980.00 less the two fundings (100.50, 25.00), the sample
     // batch (300 × 1.00; the cancelled one released its hold) and the new run's users' balances
     // (2500.00 + 500.00 + 20.00).
