@@ -71,6 +71,9 @@ export type SettlementAnswer =
 export type FreshRunAnswer =
   { kind: 'started'; run: SettlementRun } | { kind: 'running'; run: SettlementRun } | { kind: 'not-started' };
 
+type StartedRun = { kind: 'started' | 'running'; run: SettlementRun };
+type ReportedRun = { kind: 'report'; run: SettlementRun };
+
 /** How long a GET waits for a run before it answers 202. */
 export const SETTLEMENT_WAIT_MS = 5000;
 
@@ -192,13 +195,25 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
    * A run of the day started, or the one RUNNING; its workflow running either way. Every place taken by runs of other
    * days (SETTLEMENT_MAX_RUNS): Overloaded, nothing recorded (503 OVERLOADED with Retry-After).
    */
+  function startRun(date: string, requestedBy: string): Promise<StartedRun>;
+  /**
+   * For a GET that found no report: the report a run of the day finished since, looked for again before each try to
+   * start one (another request's run: a day of few items ends within moments, and a burst of GETs started a second
+   * run of it once the first had finished).
+   */
+  function startRun(date: string, requestedBy: string, unlessReported: true): Promise<StartedRun | ReportedRun>;
   async function startRun(
     date: string,
     requestedBy: string,
-  ): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
+    unlessReported = false,
+  ): Promise<StartedRun | ReportedRun> {
     /** The runs that filled every place at the last try, if it found them so. */
     let full: SettlementRun[] | null = null;
     for (let attempt = 0; attempt < 3; attempt += 1) {
+      if (unlessReported) {
+        const { finished } = await runs.latest(date);
+        if (serves(finished, date)) return { kind: 'report', run: finished };
+      }
       // Not whole until it begins reading: its first activity says so by the database's clock (an API host's clock a
       // few minutes ahead would store a run of part of the day as the whole of it, served for good).
       const started = await runs.startWithin(
@@ -286,14 +301,15 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         return { kind: 'report', run: finished };
       }
       let run = running ? await ensureWorkflow(running) : null;
-      run ??= (await startRun(date, input.requestedBy)).run;
+      run ??= (await startRun(date, input.requestedBy, true)).run;
       const waited = await waitFor(run, input.waitMs ?? SETTLEMENT_WAIT_MS, input.signal);
       // A run begun while the day went on (the day so far) may end after midnight: it does not answer for the past day.
       if (waited.state === 'SUCCEEDED' && serves(waited, date)) return { kind: 'report', run: waited };
-      if (waited.state === 'SUCCEEDED') return { kind: 'running', run: (await startRun(date, input.requestedBy)).run };
       if (waited.state === 'RUNNING') return { kind: 'running', run: waited };
-      // Given up while we waited (its workflow closed): another run, answered with its progress.
-      return { kind: 'running', run: (await startRun(date, input.requestedBy)).run };
+      // Given up while we waited (its workflow closed), or a report of part of the day: another run, answered with its
+      // progress, unless another request's run has reported on the day meanwhile.
+      const next = await startRun(date, input.requestedBy, true);
+      return next.kind === 'report' ? next : { kind: 'running', run: next.run };
     },
 
     /**
