@@ -177,13 +177,17 @@ export function createSettlementRuns(database: Database) {
    * A new run of the day, unless one is RUNNING: then that one; or none when `maxRunning` runs of other days are
    * RUNNING (`full`, with them). Starts take turns (a transaction-scoped advisory lock), so a burst of them, of one
    * day or many, makes at most one run of a day and never more than `maxRunning` in all, and each is answered with
-   * what it found.
+   * what it found. With `unlessServed`, a day whose newest finished run it says answers for the day is answered with
+   * that run (`reported`) and none is started: a GET that found no report while another request's run was finishing
+   * the day (a run is never RUNNING again once it ends: the read after this turn's read of the RUNNING runs sees it).
    */
   const startWithin = (
     input: RunStart,
     maxRunning: number,
+    unlessServed?: (finished: SettlementRun) => boolean,
   ): Promise<
     | { kind: 'started' | 'running'; run: SettlementRun }
+    | { kind: 'reported'; run: SettlementRun }
     | { kind: 'full'; running: SettlementRun[]; startedAWhileAgo: Set<string> }
     | { kind: 'numbered' }
   > =>
@@ -198,6 +202,14 @@ export function createSettlementRuns(database: Database) {
       const open = running.map(runOf);
       const current = open.find((run) => run.date === input.date);
       if (current) return { kind: 'running' as const, run: current };
+      if (unlessServed) {
+        const [finished] = (
+          await tx.$queryRaw<RunRow[]>`
+            SELECT ${runColumns} FROM settlement_run WHERE date = ${input.date} AND state = 'SUCCEEDED'
+            ORDER BY number DESC LIMIT 1`
+        ).map(runOf);
+        if (finished && unlessServed(finished)) return { kind: 'reported' as const, run: finished };
+      }
       if (open.length >= maxRunning) {
         const startedAWhileAgo = new Set(running.filter((row) => row.a_while_ago).map((row) => row.id));
         return { kind: 'full' as const, running: open, startedAWhileAgo };

@@ -197,9 +197,9 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
    */
   function startRun(date: string, requestedBy: string): Promise<StartedRun>;
   /**
-   * For a GET that found no report: the report a run of the day finished since, looked for again before each try to
-   * start one (another request's run: a day of few items ends within moments, and a burst of GETs started a second
-   * run of it once the first had finished).
+   * For a GET that found no report: the report a run of the day finished since, looked for in each try's turn to start
+   * one (another request's run: a day of few items ends within moments, and a burst of GETs started a second run of it
+   * once the first had finished).
    */
   function startRun(date: string, requestedBy: string, unlessReported: true): Promise<StartedRun | ReportedRun>;
   async function startRun(
@@ -210,16 +210,14 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     /** The runs that filled every place at the last try, if it found them so. */
     let full: SettlementRun[] | null = null;
     for (let attempt = 0; attempt < 3; attempt += 1) {
-      if (unlessReported) {
-        const { finished } = await runs.latest(date);
-        if (serves(finished, date)) return { kind: 'report', run: finished };
-      }
       // Not whole until it begins reading: its first activity says so by the database's clock (an API host's clock a
       // few minutes ahead would store a run of part of the day as the whole of it, served for good).
       const started = await runs.startWithin(
         { date, timeZone: deps.timeZone, wholeDay: false, requestedBy },
         maxRunning,
+        unlessReported ? (finished) => serves(finished, date) : undefined,
       );
+      if (started.kind === 'reported') return { kind: 'report', run: started.run };
       if (started.kind === 'full') {
         full = started.running;
         if (attempt < 2 && (await freePlaces(started.running, started.startedAWhileAgo))) continue;

@@ -521,6 +521,39 @@ describe('a day settled by a durable run', () => {
     await settled(day);
   }, 60_000);
 
+  it('answers a GET whose turn to start a run comes after another request’s run finished the day with that report, and starts no second run', async () => {
+    // Found when a burst of GETs in a full run ended with two runs of one day: a GET read no report and no run at work,
+    // and by its turn to start one the burst's first run had finished the day (a few items end within moments).
+    const day = await freshDay();
+    await plant(day, 2);
+    await endEarlierRuns();
+    const runs = createSettlementRuns(stack.database);
+    let finishedFirst = false;
+    const late = createSettlementService({
+      runs: {
+        ...runs,
+        async startWithin(...args: Parameters<typeof runs.startWithin>) {
+          // Another request's GETs settle the day between this one's read and its turn.
+          if (!finishedFirst) {
+            finishedFirst = true;
+            expect((await settled(day)).body).toMatchObject({ date: day, fundings: { matched: 2 } });
+          }
+          return runs.startWithin(...args);
+        },
+      },
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+      timeZone,
+      options: tuning,
+      logger: createLogger({ level: 'silent' }),
+    });
+    const answer = await late.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 0 });
+    expect(finishedFirst).toBe(true);
+    const [only, ...more] = await runsOf(day);
+    expect(more).toEqual([]);
+    expect(answer).toMatchObject({ kind: 'report', run: { id: only!.id, state: 'SUCCEEDED' } });
+  }, 60_000);
+
   it('after midnight, answers a past day only with a run of the whole of it: a run begun during the day that ends now is not its report', async () => {
     const day = await freshDay();
     await plant(day, 2);
