@@ -1,4 +1,4 @@
-// The order test files start in. Four files run at once on two cores, so a file's wall time depends on what runs
+// The order test files start in. Six files run at once on two cores, so a file's wall time depends on what runs
 // beside it: four files that each keep a core busy (the soak, `walletflow dev`, the bench, the upgrade) started
 // together ran at two to three times their time alone, each past a minute. So the longest start first, as vitest
 // itself would order them, but no more than two CPU-heavy files at once where the recorded figures can arrange it: the
