@@ -471,7 +471,7 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
     const ended = endedSessionNote(person);
     filters.push(
       Prisma.sql`(key_name = ${person} OR (key_name NOT LIKE '%)' AND lower(key_name) = lower(${person})) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`}
-        OR (key_name IS NULL AND channel = 'console' AND (actor = ${ended} OR (actor NOT LIKE '%)' AND actor NOT LIKE ${`${ENDED_SESSION_WORDS}oidc:%`} AND lower(actor) = lower(${ended})) OR actor LIKE ${`${likeLiteral(ended)} (%`} OR actor LIKE ${`${ENDED_SESSION_WORDS}%(${likeLiteral(person)})`} OR actor = ${ENDED_SESSION_WORDS} || substring(${person} from '\(([^()]*)\)$'))))`,
+        OR (key_name IS NULL AND channel = 'console' AND (actor = ${ended} OR (actor NOT LIKE '%)' AND actor NOT LIKE ${`${ENDED_SESSION_WORDS}oidc:%`} AND lower(actor) = lower(${ended})) OR actor LIKE ${`${likeLiteral(ended)} (%`} OR actor LIKE ${`${ENDED_SESSION_WORDS}%(${likeLiteral(person)})`} OR actor = ${ENDED_SESSION_WORDS} || substring(${person} from '\\(([^()]*)\\)$'))))`,
     );
   }
   const action = query.action;

@@ -44,6 +44,28 @@ describe("the audit's filter by person", () => {
     // A display name names every person who carries it: the audit does not know which one is meant.
     expect(await whoMatches('Maria Santos')).toEqual([actors.upper, actors.lower].sort());
   });
+
+  it('finds a write refused for a person’s ended session whose note kept their identity alone (a name too long)', async () => {
+    const run = randomUUID().slice(0, 8);
+    const path = `/console/fundings/${run}/cancel`;
+    const person = `${'Maria Santos de la Cruz '.repeat(4).trim()} (oidc:ma-${run})`;
+    // The console's note for an ended session whose name and identity would not fit (console-router.ts): the identity.
+    const { id } = await database.opsAction.create({
+      data: {
+        keyName: null,
+        channel: 'console',
+        actor: `session ended: oidc:ma-${run}`,
+        method: 'POST',
+        path,
+        status: 303,
+        client: '192.0.2.1',
+      },
+    });
+    const page = await listOpsActions(database, { person, limit: 50, action: { pathPrefix: path } });
+    if (page.kind !== 'page') throw new Error(page.kind);
+    // Before: the pattern's backslashes were lost in the SQL template, the identity read as '', and nothing matched.
+    expect(page.items.map((item) => String(item.id))).toEqual([String(id)]);
+  });
 });
 
 describe('a forged cursor of the audit or of a link’s history', () => {
