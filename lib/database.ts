@@ -32,9 +32,9 @@ export function createDatabase(
 ): Database {
   return new PrismaClient({
     adapter: new PrismaPg({
-      connectionString: withUtcSessions(databaseUrl),
+      connectionString: withSessionSettings(databaseUrl),
       // PGOPTIONS, which pg reads only when no options are given, kept before ours.
-      options: [process.env.PGOPTIONS, UTC_SESSION].filter(Boolean).join(' '),
+      options: [process.env.PGOPTIONS, SESSION_SETTINGS].filter(Boolean).join(' '),
       max: maxConnections,
       connectionTimeoutMillis: connectTimeoutMs,
     }),
@@ -42,23 +42,26 @@ export function createDatabase(
 }
 
 /**
- * The startup option that sets a connection's time zone (PostgreSQL's `options`; PgBouncer takes it from 1.20, an
- * older one refuses the connection: docs/running-at-scale.md).
+ * The session settings walletflow's statements are written for, asked for at each connection's start (PostgreSQL's
+ * `options`; PgBouncer tracks all three and takes them from 1.20, an older one refuses the connection:
+ * docs/running-at-scale.md), whatever the database, its role or its server's host says:
+ * - `TimeZone=UTC`: the pg adapter reads every timestamptz as if its offset were +00:00 and sends a Date without one
+ *   (prisma/prisma#26786), so in a session at +08:00 each time PostgreSQL stamped (now(), an event's `at`) read eight
+ *   hours late: a settlement's page cursor, the last event read, skipped most of a day's items;
+ * - `DateStyle=ISO`: the adapter reads a time's text as ISO; another style (`SQL, DMY`) read as no date at all;
+ * - `standard_conforming_strings=on`: a backslash in a string literal (the audit's and the approval sum's patterns)
+ *   is itself, not an escape.
  */
-const UTC_SESSION = '-c TimeZone=UTC';
+const SESSION_SETTINGS = '-c TimeZone=UTC -c DateStyle=ISO -c standard_conforming_strings=on';
 
 /**
- * `databaseUrl` with its connections' sessions in UTC, whatever the database, its role or its server's host says
- * (ALTER DATABASE … SET timezone, a server initialised in the host's zone). The pg adapter reads every timestamptz as
- * if its offset were +00:00 and sends a Date without one (prisma/prisma#26786), so in a session set to +08:00 each time
- * PostgreSQL stamped (now(), an event's `at`) read eight hours late: a settlement's page cursor, taken from the last
- * event read, skipped most of a day's items. A URL's own `options` (a query parameter, in every form pg reads: a
- * socket's `postgresql://u:p@/db?host=…` too) win over the pool's, so ours is added to them.
+ * `databaseUrl` with SESSION_SETTINGS added to its own `options`, which win over the pool's (a query parameter, in
+ * every form pg reads: a socket's `postgresql://u:p@/db?host=…` too).
  */
-export function withUtcSessions(databaseUrl: string): string {
+export function withSessionSettings(databaseUrl: string): string {
   return databaseUrl.replace(
     /([?&]options=)([^&#]*)/g,
-    (_, key: string, value: string) => `${key}${value}${encodeURIComponent(` ${UTC_SESSION}`)}`,
+    (_, key: string, value: string) => `${key}${value}${encodeURIComponent(` ${SESSION_SETTINGS}`)}`,
   );
 }
 

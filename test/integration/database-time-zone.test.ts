@@ -1,10 +1,11 @@
 // Times PostgreSQL stamps read back as the instants they are, whatever time zone the database's sessions are set to:
 // the pg adapter reads a timestamptz's offset as +00:00 (prisma/prisma#26786), so a database set to Asia/Manila read
 // every now() eight hours late, and a settlement that pages a day's events by the last one read skipped or repeated
-// them. Every connection walletflow opens (lib/database.ts createDatabase) runs its session in UTC.
+// them. Every connection walletflow opens (lib/database.ts createDatabase) runs its session in UTC, with ISO dates and
+// standard string literals.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDatabase, quotedIdentifier, withUtcSessions, type Database } from '../../lib/database.ts';
+import { createDatabase, quotedIdentifier, withSessionSettings, type Database } from '../../lib/database.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 
 const url = testDatabaseUrl();
@@ -20,9 +21,11 @@ beforeAll(async () => {
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   try {
-    await admin.query(
-      `ALTER DATABASE ${quotedIdentifier(new URL(url).pathname.slice(1))} SET timezone = 'Asia/Manila'`,
-    );
+    const name = quotedIdentifier(new URL(url).pathname.slice(1));
+    await admin.query(`ALTER DATABASE ${name} SET timezone = 'Asia/Manila'`);
+    // And a date style and string literals a DBA may set too.
+    await admin.query(`ALTER DATABASE ${name} SET datestyle = 'SQL, DMY'`);
+    await admin.query(`ALTER DATABASE ${name} SET standard_conforming_strings = off`);
     const plain = await admin.query<{ zone: string }>(`SELECT current_setting('TimeZone') AS zone`);
     expect(plain.rows[0]?.zone).not.toBe('Asia/Manila'); // set for sessions that start from now on
   } finally {
@@ -33,13 +36,17 @@ afterAll(async () => {
   await Promise.all(opened.map((database) => database.$disconnect()));
 });
 
-describe('a database whose sessions are set to another time zone', () => {
+describe('a database whose sessions are set to another time zone, date style and string literals', () => {
   it('reads the time PostgreSQL stamps as the instant it is, in a session in UTC', async () => {
     const database = open(url);
     const [row] = await database.$queryRaw<Array<{ now: Date; zone: string }>>`
       SELECT now() AS now, current_setting('TimeZone') AS zone`;
     expect(Math.abs(row!.now.getTime() - Date.now())).toBeLessThan(60_000);
     expect(row!.zone).toBe('UTC');
+    // The audit's pattern, a backslash in a string literal, is read as written.
+    const [literal] = await database.$queryRaw<Array<{ identity: string }>>`
+      SELECT substring('Maria (oidc:ma)' from '\\(([^()]*)\\)$') AS identity`;
+    expect(literal!.identity).toBe('oidc:ma');
     // A time the client sends is the instant the database's clock says: within seconds of now(), not eight hours off.
     const [apart] = await database.$queryRaw<Array<{ seconds: number }>>`
       SELECT abs(extract(epoch FROM now() - ${new Date()}::timestamptz))::float8 AS seconds`;
@@ -50,8 +57,8 @@ describe('a database whose sessions are set to another time zone', () => {
     const withOptions = new URL(url);
     withOptions.searchParams.set('options', '-c statement_timeout=4321 -c TimeZone=America/New_York');
     // A socket's form, which no URL parser takes, gets it too.
-    expect(withUtcSessions('postgresql://u:p@/db?host=/run/postgresql&options=-c%20x%3Dy&sslmode=disable')).toBe(
-      'postgresql://u:p@/db?host=/run/postgresql&options=-c%20x%3Dy%20-c%20TimeZone%3DUTC&sslmode=disable',
+    expect(withSessionSettings('postgresql://u:p@/db?host=/run/postgresql&options=-c%20x%3Dy&sslmode=disable')).toBe(
+      `postgresql://u:p@/db?host=/run/postgresql&options=-c%20x%3Dy${encodeURIComponent(' -c TimeZone=UTC -c DateStyle=ISO -c standard_conforming_strings=on')}&sslmode=disable`,
     );
     const database = open(withOptions.toString());
     const [row] = await database.$queryRaw<Array<{ now: Date; zone: string; timeout: string }>>`
