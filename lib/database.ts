@@ -32,9 +32,7 @@ export function createDatabase(
 ): Database {
   return new PrismaClient({
     adapter: new PrismaPg({
-      connectionString: withSessionSettings(databaseUrl),
-      // PGOPTIONS, which pg reads only when no options are given, kept before ours.
-      options: [process.env.PGOPTIONS, SESSION_SETTINGS].filter(Boolean).join(' '),
+      ...sessionConnection(databaseUrl),
       max: maxConnections,
       connectionTimeoutMillis: connectTimeoutMs,
     }),
@@ -55,13 +53,26 @@ export function createDatabase(
 const SESSION_SETTINGS = '-c TimeZone=UTC -c DateStyle=ISO -c standard_conforming_strings=on';
 
 /**
- * `databaseUrl` with SESSION_SETTINGS added to its own `options`, which win over the pool's (a query parameter, in
- * every form pg reads: a socket's `postgresql://u:p@/db?host=…` too).
+ * How every pg pool of walletflow connects to `databaseUrl` (its Prisma clients', the migrations' too), with
+ * SESSION_SETTINGS: after PGOPTIONS, which pg reads only when no options are given, and after a URL's own `options`,
+ * which win over the pool's (and over PGOPTIONS).
+ */
+export function sessionConnection(databaseUrl: string): { connectionString: string; options: string } {
+  return {
+    connectionString: withSessionSettings(databaseUrl),
+    options: [process.env.PGOPTIONS, SESSION_SETTINGS].filter(Boolean).join(' '),
+  };
+}
+
+/**
+ * `databaseUrl` with SESSION_SETTINGS added to its own `options` (a query parameter, in every form pg reads: a
+ * socket's `postgresql://u:p@/db?host=…` too). Only the spaces are escaped: pg-connection-string runs encodeURI over a
+ * URL holding a raw space or a stray `%`, which would leave an escaped `=` escaped.
  */
 export function withSessionSettings(databaseUrl: string): string {
   return databaseUrl.replace(
     /([?&]options=)([^&#]*)/g,
-    (_, key: string, value: string) => `${key}${value}${encodeURIComponent(` ${SESSION_SETTINGS}`)}`,
+    (_, key: string, value: string) => `${key}${value}${` ${SESSION_SETTINGS}`.replaceAll(' ', '%20')}`,
   );
 }
 

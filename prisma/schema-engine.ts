@@ -10,7 +10,7 @@ import { PrismaPg } from '@prisma/adapter-pg';
 import { bindMigrationAwareSqlAdapterFactory, ColumnTypeEnum } from '@prisma/driver-adapter-utils';
 import * as engineBindings from '@prisma/schema-engine-wasm/schema_engine_bg';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
-import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
+import { dropDatabase, ensureDatabaseExists, sessionConnection } from '../lib/database.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
 const prismaDir = path.join(projectRoot, 'prisma');
@@ -95,7 +95,7 @@ class MigrationPg extends PrismaPg {
   /** The adapters connected to the main database: the engine never disposes them (their pools would idle for 10 s). */
   readonly connected: Array<{ dispose(): Promise<void> }> = [];
   constructor(private readonly databaseUrl: string) {
-    super({ connectionString: databaseUrl });
+    super(sessionConnection(databaseUrl));
   }
   override async connect() {
     const adapter = await super.connect();
@@ -105,7 +105,7 @@ class MigrationPg extends PrismaPg {
   override async connectToShadowDb() {
     const name = `prisma_migrate_shadow_db_${randomUUID().replace(/-/g, '')}`;
     const shadowUrl = await ensureDatabaseExists(this.databaseUrl, name);
-    const adapter = await new PrismaPg({ connectionString: shadowUrl }).connect();
+    const adapter = await new PrismaPg(sessionConnection(shadowUrl)).connect();
     const dispose = adapter.dispose.bind(adapter);
     adapter.dispose = async () => {
       await dispose();

@@ -6,6 +6,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, quotedIdentifier, withSessionSettings, type Database } from '../../lib/database.ts';
+import { applyMigrations } from '../../prisma/schema-engine.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 
 const url = testDatabaseUrl();
@@ -53,18 +54,29 @@ describe('a database whose sessions are set to another time zone, date style and
     expect(apart!.seconds).toBeLessThan(60);
   });
 
+  it('applies migrations on it: the migrations’ own record reads as written', async () => {
+    // Before: the schema engine's pool took no settings, and read _prisma_migrations' times in the date style set.
+    expect(await applyMigrations(url)).toEqual([]);
+  });
+
   it('keeps a URL’s own startup options and PGOPTIONS, and still runs the session in UTC', async () => {
     const withOptions = new URL(url);
     withOptions.searchParams.set('options', '-c statement_timeout=4321 -c TimeZone=America/New_York');
     // A socket's form, which no URL parser takes, gets it too.
     expect(withSessionSettings('postgresql://u:p@/db?host=/run/postgresql&options=-c%20x%3Dy&sslmode=disable')).toBe(
-      `postgresql://u:p@/db?host=/run/postgresql&options=-c%20x%3Dy${encodeURIComponent(' -c TimeZone=UTC -c DateStyle=ISO -c standard_conforming_strings=on')}&sslmode=disable`,
+      'postgresql://u:p@/db?host=/run/postgresql&options=-c%20x%3Dy%20-c%20TimeZone=UTC%20-c%20DateStyle=ISO%20-c%20standard_conforming_strings=on&sslmode=disable',
     );
     const database = open(withOptions.toString());
     const [row] = await database.$queryRaw<Array<{ now: Date; zone: string; timeout: string }>>`
       SELECT now() AS now, current_setting('TimeZone') AS zone, current_setting('statement_timeout') AS timeout`;
     expect(Math.abs(row!.now.getTime() - Date.now())).toBeLessThan(60_000);
     expect(row).toMatchObject({ zone: 'UTC', timeout: '4321ms' });
+    // Options written with raw spaces, as an operator types them: pg-connection-string escapes the URL again, and ours
+    // still reach PostgreSQL as settings.
+    const typed = open(`${url}${url.includes('?') ? '&' : '?'}options=-c statement_timeout=4321`);
+    const [raw] = await typed.$queryRaw<Array<{ zone: string; timeout: string }>>`
+      SELECT current_setting('TimeZone') AS zone, current_setting('statement_timeout') AS timeout`;
+    expect(raw).toEqual({ zone: 'UTC', timeout: '4321ms' });
     // PGOPTIONS, read by pg when the pool is given none, is kept beside ours.
     const before = process.env.PGOPTIONS;
     process.env.PGOPTIONS = '-c lock_timeout=1234';
