@@ -65,6 +65,28 @@ describe("the audit's filter by person", () => {
     if (page.kind !== 'page') throw new Error(page.kind);
     // Before: the pattern's backslashes were lost in the SQL template, the identity read as '', and nothing matched.
     expect(page.items.map((item) => String(item.id))).toEqual([String(id)]);
+    // A subject too long for the note (a provider's may be 100 characters) is kept to the note's room, and found by the
+    // person's name or identity all the same.
+    const subject = `oidc:${'s'.repeat(90)}-${run}`;
+    const long = await database.opsAction.create({
+      data: {
+        keyName: null,
+        channel: 'console',
+        actor: `session ended: ${subject}`.slice(0, 100),
+        method: 'POST',
+        path,
+        status: 303,
+        client: '192.0.2.1',
+      },
+    });
+    for (const who of [`Maria Santos (${subject})`, subject]) {
+      const found = await listOpsActions(database, { person: who, limit: 50, action: { pathPrefix: path } });
+      if (found.kind !== 'page') throw new Error(found.kind);
+      expect(
+        found.items.map((item) => String(item.id)),
+        who,
+      ).toEqual([String(long.id)]);
+    }
   });
 });
 
