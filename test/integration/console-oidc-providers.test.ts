@@ -191,14 +191,18 @@ describe('the console’s sign-in through an identity provider', () => {
   it('takes a login whose auth_time has a fraction of a second (a JWT’s times may): the person signed in, the login kept to its second', async () => {
     // Before: the fraction went to a bigint column, the callback answered 500 after spending the sign-in's state, and
     // nobody could sign in through such a provider.
-    scoped.idp.setLoginClockOffset(0.5);
-    try {
-      const { callback } = await signInThrough(scoped.stack, staff[1]!);
-      expect(callback.status, callback.text).toBe(200);
-      expect(callback.text).toContain('Signed in.');
-    } finally {
-      scoped.idp.setLoginClockOffset(0);
-    }
+    /** Omar's sign-in, the provider stamping his login `offset` seconds from now (its auth_time). */
+    const signInStampedAt = async (offset: number) => {
+      scoped.idp.setLoginClockOffset(offset);
+      try {
+        return (await signInThrough(scoped.stack, staff[1]!)).callback;
+      } finally {
+        scoped.idp.setLoginClockOffset(0);
+      }
+    };
+    const callback = await signInStampedAt(0.5);
+    expect(callback.status, callback.text).toBe(200);
+    expect(callback.text).toContain('Signed in.');
     const latest = await scoped.stack.database.consoleSession.findFirstOrThrow({
       where: { personId: 'oidc:staff-omar' },
       orderBy: { createdAt: 'desc' },
@@ -206,14 +210,9 @@ describe('the console’s sign-in through an identity provider', () => {
     expect(Number(latest.loginAuthTime) % 1).toBe(0);
     expect(Math.abs(Number(latest.loginAuthTime) - Date.now() / 1000)).toBeLessThan(120);
     // One past what a login's time can be stored as is refused, in words, never a 500.
-    scoped.idp.setLoginClockOffset(1e16);
-    try {
-      const { callback } = await signInThrough(scoped.stack, staff[1]!);
-      expect(callback.status, callback.text).toBe(400);
-      expect(callback.text).toContain('could not be accepted');
-    } finally {
-      scoped.idp.setLoginClockOffset(0);
-    }
+    const refused = await signInStampedAt(1e16);
+    expect(refused.status, refused.text).toBe(400);
+    expect(refused.text).toContain('could not be accepted');
   });
 
   it('refuses a HEAD of the provider’s redirect back (a link preview, a scanner), which spends nothing: the person’s own GET signs them in', async () => {
