@@ -3,7 +3,8 @@
 // gives the report the day's data calls for, line by line; GET answers 202 with progress while it
 // goes and serves the stored report a page at a time (CSV streamed whole); a burst of GETs starts
 // one run, a second POST is refused; the CLI follows it. Under the wallet's 429s and a worker
-// killed mid-run: settlement-run-faults.test.ts (a stack of its own, beside this one).
+// killed mid-run: settlement-run-faults.test.ts (a stack of its own, beside this one); runs of many
+// days at once, bounded: settlement-run-places.test.ts.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { WorkflowNotFoundError } from '@temporalio/client';
@@ -974,69 +975,5 @@ describe('a day settled by a durable run', () => {
     expect(problems.code).toBe(1);
     expect(problems.stdout).toMatch(/funding\s+\S+\s+missing\s+the wallet has no such transfer/);
     expect(problems.stdout).toMatch(/payment\s+\S+\s+missing\s+no successful execute in the wallet call audit/);
-  });
-});
-
-describe('settlement runs of any days at once are bounded (SETTLEMENT_MAX_RUNS)', () => {
-  it('a burst of GETs for many days starts as many runs as there are places: every other answer is 503 OVERLOADED with Retry-After, nothing recorded; a run of a day under way is still followed, and a run with no workflow gives its place up', async () => {
-    const open = async () =>
-      Number(
-        (
-          await stack.database.$queryRaw<Array<{ n: bigint }>>`
-            SELECT count(*) AS n FROM settlement_run WHERE state = 'RUNNING'`
-        )[0]!.n,
-      );
-    // The file's earlier runs end first: one with no workflow at work on it would be given up by the burst and its
-    // place taken, so the burst would start more than two (every GET that finds a place freed now tries again).
-    await endEarlierRuns();
-    // An API on this database whose runs nobody works on (no worker polls its task queue): they stay under way.
-    const idle = await startPartnerStack({ settlements: { ...tuning, maxRuns: (await open()) + 2 } });
-    const days: string[] = [];
-    try {
-      for (let index = 0; index < 8; index += 1) days.push(await freshDay());
-      const get = async (day: string) => {
-        const response = await idle.opsFetch(`/ops/settlements/${day}`);
-        return {
-          day,
-          status: response.status,
-          retryAfter: response.headers.get('retry-after'),
-          body: (await response.json()) as Record<string, unknown>,
-        };
-      };
-      const answers = await Promise.all(days.map(get));
-      // Before: eight runs, each to hold one of a worker's activity slots for as long as it reads.
-      const started = answers.filter((answer) => answer.status === 202);
-      const refused = answers.filter((answer) => answer.status === 503);
-      expect(started).toHaveLength(2);
-      expect(refused).toHaveLength(6);
-      for (const answer of started) expect(answer.body).toMatchObject({ date: answer.day, state: 'RUNNING' });
-      for (const answer of refused) {
-        expect(answer.body).toMatchObject({ code: 'OVERLOADED', detail: expect.stringMatching(/SETTLEMENT_MAX_RUNS/) });
-        expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(5);
-        expect(await runsOf(answer.day)).toEqual([]);
-      }
-      // A fresh run of another day is refused alike; a day under way is followed as ever.
-      const fresh = await idle.opsFetch(`/ops/settlements/${refused[0]!.day}/runs`, { method: 'POST' });
-      expect([fresh.status, ((await fresh.json()) as { code: string }).code]).toEqual([503, 'OVERLOADED']);
-      expect((await get(started[0]!.day)).status).toBe(202);
-      // A run whose workflow closed without finishing it (ended by hand) holds no place: the next day's GET takes it.
-      const [ended] = await runsOf(started[0]!.day);
-      await idle.temporal.workflow.getHandle(settlementWorkflowId(started[0]!.day, ended!.id)).terminate('by hand');
-      expect((await get(refused[1]!.day)).status).toBe(202);
-      expect((await runsOf(started[0]!.day)).map((run) => run.state)).toEqual(['FAILED']);
-      expect((await runsOf(refused[1]!.day)).map((run) => run.state)).toEqual(['RUNNING']);
-    } finally {
-      // The runs nobody works on: ended, so they hold no place in the file's other tests.
-      for (const day of days)
-        for (const run of await runsOf(day))
-          if (run.state === 'RUNNING') {
-            await idle.temporal.workflow
-              .getHandle(settlementWorkflowId(day, run.id))
-              .terminate('test over')
-              .catch(() => undefined);
-            await createSettlementRuns(stack.database).fail(run.id, 'TEST_OVER');
-          }
-      await idle.close();
-    }
   });
 });
