@@ -619,6 +619,14 @@ describe('a day settled by a durable run', () => {
     });
     // A write of the day that commits within the grace (stamped before midnight).
     await plant(day, 1);
+    // The clock passes the grace only once the begin's first attempt has met it and been refused, as this proves (a
+    // loaded worker took its first attempt after the move, which then began at once: a full run at six files).
+    const handle = stack.temporal.workflow.getHandle(settlementWorkflowId(day, run.id));
+    await waitUntil(
+      async () => (await handle.describe()).raw.pendingActivities?.[0]?.attempt ?? 0,
+      (attempt) => attempt >= 2,
+      30_000,
+    );
     // The grace is over: the run begins reading (its first activity, tried again), and the same run answers.
     clock = midnight + SETTLEMENT_GRACE_MS + 1000;
     workerClock = clock;
@@ -633,7 +641,7 @@ describe('a day settled by a durable run', () => {
     expect({ matched: page.fundings.matched, complete: page.complete }).toEqual({ matched: 3, complete: true });
     expect((await runsOf(day)).map((each) => each.id)).toEqual([eveningRun.id, run.id]);
     // Its begin was refused within the grace and tried again after it: no command of the workflow's changed.
-    const history = await stack.temporal.workflow.getHandle(settlementWorkflowId(day, run.id)).fetchHistory();
+    const history = await handle.fetchHistory();
     const attempts = (history.events ?? []).flatMap((event) =>
       event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt ?? 1] : [],
     );
