@@ -136,8 +136,11 @@ export async function unlink(database: Database, tokens: TokenStore, linkId: str
     await tx.$executeRaw`
       DELETE FROM app_session a USING embedded_session e WHERE a.embedded_session_id = e.id AND e.link_id = ${linkId}::uuid`;
     // Stamped by the database's clock, as sessions are: a login begun before it never undoes it (saveLinkWithTokensIn).
+    // The time it takes effect, its locks held (clock_timestamp), not its transaction's start (now()): an unlink that
+    // waited behind a refresh holding the tokens' row was dated before a login begun while it waited, which then linked
+    // the wallet again.
     await tx.$executeRaw`
-      INSERT INTO link_event (link_id, type, actor, at) VALUES (${linkId}::uuid, 'UNLINKED', ${actor?.slice(0, 128) ?? null}, now())`;
+      INSERT INTO link_event (link_id, type, actor, at) VALUES (${linkId}::uuid, 'UNLINKED', ${actor?.slice(0, 128) ?? null}, clock_timestamp())`;
     return true;
   });
 }

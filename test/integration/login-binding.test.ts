@@ -5,13 +5,16 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { SignJWT } from 'jose';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { unlink } from '../../links/link-record.ts';
+import { LinkUnlinkedSinceError, saveLinkWithTokens, unlink } from '../../links/link-record.ts';
 import { mintLoginGrant } from '../../links/login-grants.ts';
 import { personActorName } from '../../domain/actor.ts';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { saveStandaloneLink } from '../support/standalone-link.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
+import { waitUntil } from '../support/wait-for.ts';
 
 let stack: PartnerStack;
 const signingKey = randomBytes(32);
@@ -193,6 +196,61 @@ describe('login URLs and signed login tokens', () => {
     expect(await stack.database.link.count({ where: { profileId: { in: [user.profileId, other.profileId] } } })).toBe(
       2,
     );
+  });
+
+  it('an unlink that waited behind a refresh is dated when it took effect: a login begun while it waited does not link the wallet again', async () => {
+    // Found by a read: the UNLINKED event took its transaction's start (now()), before the locks it waited for, so a
+    // login begun while it waited (a refresh holding the tokens' row through its wallet call) counted no unlink since.
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const partnerUserId = `partner-${randomUUID()}`;
+    const { linkId } = await saveStandaloneLink(stack, user, partnerUserId);
+    // A refresh in flight: the tokens' row held as the vault holds it.
+    const refresh = new pg.Client({ connectionString: testDatabaseUrl() });
+    await refresh.connect();
+    let unlinking: Promise<boolean> | undefined;
+    try {
+      await refresh.query('BEGIN TRANSACTION');
+      await refresh.query('SELECT 1 FROM token_set WHERE link_id = $1 FOR UPDATE', [linkId]);
+      unlinking = unlink(stack.database, stack.tokens, linkId, 'ops-unlinker');
+      await waitUntil(
+        async () =>
+          (
+            await stack.database.$queryRaw<Array<{ n: bigint }>>`
+              SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+          )[0]!.n,
+        (waiting) => waiting > 0n,
+        10_000,
+      );
+      // The user logs in again while the unlink waits.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const [begun] = await stack.database.$queryRaw<Array<{ at: Date }>>`SELECT statement_timestamp() AS at`;
+      const loginBegunAt = begun!.at;
+      await refresh.query('COMMIT TRANSACTION');
+      expect(await unlinking).toBe(true);
+      const tokens = await stack.admin.standaloneTokens(user.userId);
+      await expect(
+        saveLinkWithTokens(stack.database, stack.tokens, {
+          partnerUserId,
+          profileId: user.profileId,
+          maskedUserId: null,
+          kind: 'STANDALONE',
+          scopes: [],
+          requestReferenceNo: null,
+          loginBegunAt,
+          tokens: {
+            accessToken: tokens.access_token,
+            refreshToken: tokens.refresh_token,
+            accessTokenExpiresAt: new Date(Date.now() + 3_600_000),
+            refreshTokenExpiresAt: null,
+          },
+        }),
+      ).rejects.toBeInstanceOf(LinkUnlinkedSinceError);
+      expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('UNLINKED');
+    } finally {
+      await refresh.query('ROLLBACK TRANSACTION').catch(() => undefined);
+      await unlinking?.catch(() => undefined);
+      await refresh.end();
+    }
   });
 
   it('an ops login URL links the wallet to its partner user, once', async () => {
