@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { SignJWT } from 'jose';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LinkUnlinkedSinceError, saveLinkWithTokens, unlink } from '../../links/link-record.ts';
+import { LinkUnlinkedSinceError, unlink } from '../../links/link-record.ts';
 import { mintLoginGrant } from '../../links/login-grants.ts';
 import { personActorName } from '../../domain/actor.ts';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
@@ -227,24 +227,9 @@ describe('login URLs and signed login tokens', () => {
       const loginBegunAt = begun!.at;
       await refresh.query('COMMIT TRANSACTION');
       expect(await unlinking).toBe(true);
-      const tokens = await stack.admin.standaloneTokens(user.userId);
-      await expect(
-        saveLinkWithTokens(stack.database, stack.tokens, {
-          partnerUserId,
-          profileId: user.profileId,
-          maskedUserId: null,
-          kind: 'STANDALONE',
-          scopes: [],
-          requestReferenceNo: null,
-          loginBegunAt,
-          tokens: {
-            accessToken: tokens.access_token,
-            refreshToken: tokens.refresh_token,
-            accessTokenExpiresAt: new Date(Date.now() + 3_600_000),
-            refreshTokenExpiresAt: null,
-          },
-        }),
-      ).rejects.toBeInstanceOf(LinkUnlinkedSinceError);
+      await expect(saveStandaloneLink(stack, user, partnerUserId, 3_600_000, loginBegunAt)).rejects.toBeInstanceOf(
+        LinkUnlinkedSinceError,
+      );
       expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('UNLINKED');
     } finally {
       await refresh.query('ROLLBACK TRANSACTION').catch(() => undefined);

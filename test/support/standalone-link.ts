@@ -13,12 +13,16 @@ export interface StandaloneLinkStack {
   tokens: TokenStore;
 }
 
-/** Links `user`'s wallet to `partnerUserId` (a STANDALONE link), its access token valid for `validMs`. */
+/**
+ * Links `user`'s wallet to `partnerUserId` (a STANDALONE link), its access token valid for `validMs`; as a login begun
+ * at `loginBegunAt` when given (one an unlink since refuses).
+ */
 export async function saveStandaloneLink(
   stack: StandaloneLinkStack,
   user: { userId: string; profileId: string },
   partnerUserId: string,
   validMs = 3_600_000,
+  loginBegunAt?: Date,
 ): Promise<{ linkId: string; created: boolean }> {
   const tokens = await stack.admin.standaloneTokens(user.userId);
   return saveLinkWithTokens(stack.database, stack.tokens, {
@@ -28,6 +32,7 @@ export async function saveStandaloneLink(
     kind: 'STANDALONE',
     scopes: [],
     requestReferenceNo: null,
+    ...(loginBegunAt ? { loginBegunAt } : {}),
     tokens: {
       accessToken: tokens.access_token,
       refreshToken: tokens.refresh_token,
