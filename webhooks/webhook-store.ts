@@ -356,15 +356,18 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * Ops' redelivery: a FAILED (dead-lettered) or SUCCEEDED delivery is due again now, with a new
      * retry window; its log keeps every earlier attempt. The same event id: receivers dedupe on it.
      * `by` (the ops key's actor, or the console's person) is stored on the delivery with the time.
+     * The endpoint's row is held (FOR SHARE) until the move commits: a DELETE under way is waited for and then read,
+     * and one asked for meanwhile waits and ends the delivery due again FAILED with the endpoint's others. Read
+     * without it, a DELETE could end every delivery it saw between the read and the move, and the redelivery then made
+     * this one due under a deleted endpoint: answered as redelivered, it was never sent.
      */
     redeliver: (id: string, by: string) =>
       database.$transaction(async (tx) => {
-        const delivery = await tx.webhookDelivery.findUnique({
-          where: { id },
-          include: { endpoint: { select: { deletedAt: true } } },
-        });
+        const delivery = await tx.webhookDelivery.findUnique({ where: { id }, select: { endpointId: true } });
         if (!delivery) return { kind: 'not-found' as const };
-        if (delivery.endpoint.deletedAt) return { kind: 'endpoint-deleted' as const };
+        const [endpoint] = await tx.$queryRaw<Array<{ deleted: boolean }>>`
+          SELECT deleted_at IS NOT NULL AS deleted FROM webhook_endpoint WHERE id = ${delivery.endpointId}::uuid FOR SHARE`;
+        if (!endpoint || endpoint.deleted) return { kind: 'endpoint-deleted' as const };
         const moved = await tx.webhookDelivery.updateMany({
           where: { id, status: { in: ['FAILED', 'SUCCEEDED'] } },
           // A fresh retry window and backoff: `attempts` counts from here, the log keeps them all.

@@ -22,6 +22,7 @@ import {
 import { createLogger } from '../../lib/logger.ts';
 import { recordingDatabase, rowsExamined } from '../../harness/query-plans.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
+import { waitUntil } from '../support/wait-for.ts';
 import { opsAuth } from '../../api/ops/ops-auth.ts';
 import { createAttemptLimiter } from '../../access/attempt-limits.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -290,6 +291,57 @@ describe('the webhooks the console’s home says are failing', () => {
       status: 'PENDING',
       attempts: 0,
     });
+  });
+
+  it('a redelivery asked for while another admin deletes its endpoint is refused as deleted, or comes first and the delete ends it FAILED: never left due with no attempt to come', async () => {
+    const kit = deliveryKit();
+    const id = await kit.endpoint('https://partner.example/deleted-meanwhile');
+    const [deliveryId] = await dueDeliveries(id, 1, new Date());
+    await stack.database.webhookDelivery.update({
+      where: { id: deliveryId! },
+      data: { status: 'FAILED', nextAttemptAt: null },
+    });
+    const store = createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
+    const lockWaits = async () =>
+      (
+        await stack.database.$queryRaw<Array<{ n: bigint }>>`
+          SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+      )[0]!.n;
+    // The delivery's row held a moment (the deliverer's lease of another row, a slow statement): the redelivery has
+    // read its endpoint and waits to move it, while the other admin's DELETE runs.
+    const holder = new pg.Client({ connectionString: testDatabaseUrl() });
+    await holder.connect();
+    let redelivering: ReturnType<WebhookStore['redeliver']> | undefined;
+    let deleting: Promise<boolean> | undefined;
+    try {
+      await holder.query('BEGIN TRANSACTION');
+      await holder.query('SELECT 1 FROM webhook_delivery WHERE id = $1 FOR UPDATE', [deliveryId]);
+      redelivering = store.redeliver(deliveryId!, 'ops (as Dana)');
+      await waitUntil(lockWaits, (waiting) => waiting > 0n, 10_000);
+      let deleted = false;
+      deleting = store.deleteEndpoint(id, 'ops (as Lee)').finally(() => {
+        deleted = true;
+      });
+      // The DELETE ends, or waits behind the redelivery.
+      await waitUntil(
+        async () => (deleted ? 2n : await lockWaits()),
+        (waiting) => waiting > 1n,
+        10_000,
+      );
+    } finally {
+      await holder.query('COMMIT TRANSACTION').catch(() => undefined);
+      await holder.end();
+    }
+    const [answer, wasDeleted] = await Promise.all([redelivering!, deleting!]);
+    expect(wasDeleted).toBe(true);
+    const delivery = await stack.database.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId! } });
+    // Before: the redelivery read the endpoint live, the DELETE ended what was PENDING (not this one, FAILED then),
+    // and the redelivery then made it due: answered "redelivered", it stayed PENDING under a deleted endpoint, which
+    // no claim takes, until the deliverer's sweep of deleted endpoints ended it FAILED with no attempt.
+    expect(answer.kind === 'endpoint-deleted' || answer.kind === 'redelivered').toBe(true);
+    expect(delivery.status).toBe('FAILED');
+    if (answer.kind === 'redelivered') expect(delivery.redeliveredBy).toBe('ops (as Dana)');
+    else expect(delivery.redeliveredBy).toBeNull();
   });
 
   it('counts an endpoint’s dead letters up to HEALTH_COUNT_LIMIT and says "more than" past it: a push reads no more, however many there are and whatever the planner’s costs', async () => {
