@@ -467,11 +467,12 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
     // compares without case; a person's identity as their provider gives it (domain/actor.ts).
     // A console write refused for a session that had ended carries whose it was in its note (console-router.ts): the
     // name as recorded, or the identity alone where that would not fit, as much of it as the note holds; compared
-    // without case for a key's name only (an identity is the provider's, case and all).
+    // without case for a key's name only (an identity is the provider's, case and all). Without case in the C
+    // collation, A-Z alone as a key's name has them: a Turkish locale's lower() makes I a dotless ı.
     const ended = endedSessionNote(person);
     filters.push(
-      Prisma.sql`(key_name = ${person} OR (key_name NOT LIKE '%)' AND lower(key_name) = lower(${person})) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`}
-        OR (key_name IS NULL AND channel = 'console' AND (actor = left(${ended}, ${NOTE_LENGTH}) OR (actor NOT LIKE '%)' AND actor NOT LIKE ${`${ENDED_SESSION_WORDS}oidc:%`} AND lower(actor) = lower(${ended})) OR actor LIKE ${`${likeLiteral(ended)} (%`} OR actor LIKE ${`${ENDED_SESSION_WORDS}%(${likeLiteral(person)})`} OR actor = left(${ENDED_SESSION_WORDS} || substring(${person} from '\\(([^()]*)\\)$'), ${NOTE_LENGTH}))))`,
+      Prisma.sql`(key_name = ${person} OR (key_name NOT LIKE '%)' AND lower(key_name COLLATE "C") = lower(${person}::text COLLATE "C")) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`}
+        OR (key_name IS NULL AND channel = 'console' AND (actor = left(${ended}, ${NOTE_LENGTH}) OR (actor NOT LIKE '%)' AND actor NOT LIKE ${`${ENDED_SESSION_WORDS}oidc:%`} AND lower(actor COLLATE "C") = lower(${ended}::text COLLATE "C")) OR actor LIKE ${`${likeLiteral(ended)} (%`} OR actor LIKE ${`${ENDED_SESSION_WORDS}%(${likeLiteral(person)})`} OR actor = left(${ENDED_SESSION_WORDS} || substring(${person} from '\\(([^()]*)\\)$'), ${NOTE_LENGTH}))))`,
     );
   }
   const action = query.action;

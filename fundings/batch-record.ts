@@ -89,10 +89,11 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     const spellings = spellingsOf(identity, deps.keyOwners);
     await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:batch-approval:${identity}:${sourceUser ?? 'TREASURY'}`}, 0))`;
     // actorIdentity in SQL: a person's `(oidc:…)` or a wallet user's `(app:…)` suffix as it is, else the key's name,
-    // without case.
+    // without case: lowered in the C collation (A-Z alone, as JavaScript lowers a key's name), not the database's,
+    // where a Turkish locale lowers I to a dotless ı.
     const rows = await tx.$queryRaw<Array<{ total: Prisma.Decimal | null }>>`
       SELECT SUM(total_amount) AS total FROM funding_batch
-      WHERE COALESCE(substring(created_by from '\\(((?:oidc|app):[^()]+)\\)$'), lower(created_by)) = ANY(${spellings}::text[]) AND source_partner_user_id IS NOT DISTINCT FROM ${sourceUser} AND currency = ${currency}
+      WHERE COALESCE(substring(created_by from '\\(((?:oidc|app):[^()]+)\\)$'), lower(created_by COLLATE "C")) = ANY(${spellings}::text[]) AND source_partner_user_id IS NOT DISTINCT FROM ${sourceUser} AND currency = ${currency}
         AND created_at > now() - interval '24 hours' AND approved_by IS NULL AND state <> 'REJECTED'::"FundingBatchState"`;
     const total = rows[0]?.total;
     return total ? fromNumeric(total) : 0n;
