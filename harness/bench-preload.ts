@@ -297,14 +297,14 @@ function statements(o: z.output<typeof preloadOptionsSchema>, salt: string): Arr
       label: 'webhook events',
       sql: `
         INSERT INTO webhook_event (id, type, funding_id, body, created_at)
-          SELECT 'evt_' || f.k, 'funding.' || lower(f.status::text), f.id,
-                 '{"id":"evt_' || f.k || '","type":"funding.' || lower(f.status::text) || '","createdAt":"' || (f.created_at + interval '900 milliseconds') ||
+          SELECT 'evt_' || f.k, 'funding.' || lower(f.status::text COLLATE "C"), f.id,
+                 '{"id":"evt_' || f.k || '","type":"funding.' || lower(f.status::text COLLATE "C") || '","createdAt":"' || (f.created_at + interval '900 milliseconds') ||
                  '","data":{"fundingId":"' || f.id || '","status":"' || f.status || '","amount":{"currency":"PHP","value":"' || f.amount || '"}}}',
                  f.created_at + interval '900 milliseconds'
           FROM preload_funding f WHERE f.status <> 'RECONCILING';
         INSERT INTO webhook_event (id, type, payment_id, body, created_at)
-          SELECT 'evt_' || p.k, 'payment.' || lower(p.status::text), p.id,
-                 '{"id":"evt_' || p.k || '","type":"payment.' || lower(p.status::text) || '","createdAt":"' || (p.created_at + interval '700 milliseconds') ||
+          SELECT 'evt_' || p.k, 'payment.' || lower(p.status::text COLLATE "C"), p.id,
+                 '{"id":"evt_' || p.k || '","type":"payment.' || lower(p.status::text COLLATE "C") || '","createdAt":"' || (p.created_at + interval '700 milliseconds') ||
                  '","data":{"paymentId":"' || p.id || '","status":"' || p.status || '","amount":{"currency":"PHP","value":"' || p.amount || '"}}}',
                  p.created_at + interval '700 milliseconds'
           FROM preload_payment p`,
