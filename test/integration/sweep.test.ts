@@ -785,7 +785,10 @@ describe('a lane that cannot work', () => {
       expect(JSON.stringify(report)).not.toContain('waiting in its lane');
       // Handed to its own workflow, it left its lane in the sweep's claim: a lane that works again does not claim it
       // beside that run (found by a read: it kept lane 0, and each would have created an intent).
-      expect((await stack.database.funding.findUniqueOrThrow({ where: { id } })).lane).toBeNull();
+      expect(
+        (await stack.database.funding.findUniqueOrThrow({ where: { id } })).lane,
+        JSON.stringify(report),
+      ).toBeNull();
       const status = await waitUntil(
         async () => (await stack.database.funding.findUniqueOrThrow({ where: { id } })).status,
         (now) => now === 'APPROVED',
