@@ -17,6 +17,14 @@ import type { OpsScope } from '../lib/ops-keys.ts';
 import { opsScopes } from '../lib/ops-keys.ts';
 import { hashBearer } from '../links/embedded-sessions.ts';
 
+/** A sign-in through the provider whose person signed out everywhere while it was under way: no session was started. */
+export class SignedOutMeanwhile extends Error {
+  readonly code = 'SIGNED_OUT_MEANWHILE';
+  constructor(personId: string) {
+    super(`${personId} signed out everywhere while this sign-in was under way`);
+  }
+}
+
 export interface ConsolePerson {
   /** `key:<ops key name>` or `oidc:<subject>`: who, whatever their display name. */
   personId: string;
@@ -163,27 +171,44 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     return { session, ended: null };
   }
 
+  /**
+   * One person's sign-ins through the provider and their "sign out everywhere" take turns (a lock held to each one's
+   * commit): a sign-in that read no sign-out and a sign-out meanwhile cannot both go through, the session left.
+   */
+  const takePersonTurn = (tx: Prisma.TransactionClient, personId: string) =>
+    tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:console-person:${personId}`}, 0))`;
+
   return {
     /**
-     * A new session for `person` (a new id at every sign-in); answers the cookie's value. `loginAuthTime`: an OpenID
-     * Connect sign-in's login as the provider stamped it (auth_time), kept so a sign-out can tell that login again.
+     * A new session for `person` (a new id at every sign-in); answers the cookie's value. `provider`: an OpenID
+     * Connect sign-in's, whose login as the provider stamped it (auth_time) is kept so a sign-out can tell that login
+     * again; the sign-out it answered has been forgotten (forgetSignOut), so one kept now is the person's "sign out
+     * everywhere" since it read them: SignedOutMeanwhile, and no session.
      */
     async start(
       person: ConsolePerson,
       grant: ConsoleGrant,
-      loginAuthTime?: number,
+      provider?: { loginAuthTime: number | undefined },
     ): Promise<{ cookieValue: string; expiresAt: Date }> {
       const cookieValue = randomBytes(32).toString('base64url');
       const [keyFingerprint, issuer, groups] =
         grant.via === 'key' ? [grant.keyFingerprint, null, []] : [null, grant.issuer, [...grant.groups]];
-      const rows = await database.$queryRaw<Array<{ expires_at: Date }>>`
-        INSERT INTO console_session (id, cookie_hash, person_id, person_name, via, scopes, key_fingerprint, issuer, groups, csrf_token, created_at, last_seen_at, expires_at, ends_at, login_auth_time)
-        SELECT ${randomUUID()}::uuid, ${hashBearer(cookieValue)}, ${person.personId}, ${person.personName}, ${person.via}, ${[...person.scopes]}::text[],
-               ${keyFingerprint}, ${issuer}, ${groups}::text[], ${randomBytes(32).toString('base64url')}, t.at, t.at,
-               t.at + ${lifetime}, LEAST(t.at + ${lifetime}, t.at + ${idle}), ${loginAuthTime ?? null}::bigint
-        FROM (SELECT ${at()} AS at) t
-        RETURNING expires_at`;
-      return { cookieValue, expiresAt: rows[0]!.expires_at };
+      return database.$transaction(async (tx) => {
+        if (provider) {
+          await takePersonTurn(tx, person.personId);
+          const signedOut = await tx.$queryRaw<Array<{ at: Date }>>`
+            SELECT signed_out_at AS at FROM console_sign_out WHERE person_id = ${person.personId}`;
+          if (signedOut[0]) throw new SignedOutMeanwhile(person.personId);
+        }
+        const rows = await tx.$queryRaw<Array<{ expires_at: Date }>>`
+          INSERT INTO console_session (id, cookie_hash, person_id, person_name, via, scopes, key_fingerprint, issuer, groups, csrf_token, created_at, last_seen_at, expires_at, ends_at, login_auth_time)
+          SELECT ${randomUUID()}::uuid, ${hashBearer(cookieValue)}, ${person.personId}, ${person.personName}, ${person.via}, ${[...person.scopes]}::text[],
+                 ${keyFingerprint}, ${issuer}, ${groups}::text[], ${randomBytes(32).toString('base64url')}, t.at, t.at,
+                 t.at + ${lifetime}, LEAST(t.at + ${lifetime}, t.at + ${idle}), ${provider?.loginAuthTime ?? null}::bigint
+          FROM (SELECT ${at()} AS at) t
+          RETURNING expires_at`;
+        return { cookieValue, expiresAt: rows[0]!.expires_at };
+      });
     },
 
     /**
@@ -262,19 +287,19 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
      * their next sign-in through it. Answers how many sessions ended.
      */
     async endEverySessionOf(personId: string, options: { remember: boolean }): Promise<number> {
-      const ended = database.consoleSession.deleteMany({ where: { personId } });
-      if (!options.remember) return (await ended).count;
-      // Kept before the sessions go (their logins read in the same transaction).
-      const [, { count }] = await database.$transaction([
-        database.$executeRaw`
+      if (!options.remember) return (await database.consoleSession.deleteMany({ where: { personId } })).count;
+      // Kept before the sessions go (their logins read in the same transaction), in the person's turn: a sign-in
+      // through the provider under way either finishes first, and its session goes too, or finds this sign-out kept.
+      return database.$transaction(async (tx) => {
+        await takePersonTurn(tx, personId);
+        await tx.$executeRaw`
           INSERT INTO console_sign_out (person_id, signed_out_at, login_auth_time)
           SELECT ${personId}, t.at, (SELECT max(s.login_auth_time) FROM console_session s WHERE s.person_id = ${personId})
           FROM (SELECT ${at()} AS at) t
           ON CONFLICT (person_id) DO UPDATE SET signed_out_at = GREATEST(console_sign_out.signed_out_at, EXCLUDED.signed_out_at),
-            login_auth_time = GREATEST(console_sign_out.login_auth_time, EXCLUDED.login_auth_time)`,
-        ended,
-      ]);
-      return count;
+            login_auth_time = GREATEST(console_sign_out.login_auth_time, EXCLUDED.login_auth_time)`;
+        return (await tx.consoleSession.deleteMany({ where: { personId } })).count;
+      });
     },
 
     /**

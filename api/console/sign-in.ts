@@ -19,6 +19,7 @@ import type { AttemptLimiter } from '../../access/attempt-limits.ts';
 import {
   SIGN_IN_TTL_MS,
   sameToken,
+  SignedOutMeanwhile,
   type ConsolePerson,
   type ConsoleGrant,
   type ConsoleSessions,
@@ -385,7 +386,18 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   ): Promise<void> {
     const signInState = provider?.signInState;
     await sessions.endSessionsOfCookies(cookieValuesOf(req, cookies.session));
-    const { cookieValue } = await sessions.start(person, grant, provider?.loginAuthTime);
+    let cookieValue: string;
+    try {
+      ({ cookieValue } = await sessions.start(person, grant, provider && { loginAuthTime: provider.loginAuthTime }));
+    } catch (error) {
+      if (!(error instanceof SignedOutMeanwhile)) throw error;
+      // The person signed out everywhere while this sign-in was under way (another browser, a shared desk's): the
+      // sign-out stands, and this browser is asked to sign in again, which asks the provider for a fresh login.
+      setActor(res.locals, { kind: 'person', name: person.personName, scopes: new Set() });
+      deps.logger.info({ personId: person.personId }, 'console: signed out everywhere while a sign-in was under way');
+      signInPage(req, res, 409, 'You were signed out everywhere while this sign-in was under way. Sign in again.');
+      return;
+    }
     // The sign-in is audited under the person's name (the request came without a session).
     setActor(res.locals, {
       kind: person.via === 'key' ? 'key' : 'person',

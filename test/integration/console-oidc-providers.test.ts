@@ -5,6 +5,8 @@
 // server) is asked for it, so each person signs in with their role.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { createConsoleSessions } from '../../access/console-sessions.ts';
 import { loadConfig } from '../../lib/config.ts';
 import {
   startIdentityProvider,
@@ -12,6 +14,8 @@ import {
   type RunningIdentityProvider,
 } from '../../sandbox/identity-provider.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
+import { waitUntil } from '../support/wait-for.ts';
 
 const clientSecret = randomBytes(24).toString('base64url');
 const staff = [
@@ -54,6 +58,72 @@ async function providedBy(
     },
   });
   return { idp: idp!, stack };
+}
+
+const omar = 'oidc:staff-omar';
+const STALL_LOCK = 7_204_611;
+
+/** Omar's "sign out everywhere", as the console's sign-out does it; how many sessions it ended. */
+const signOutEverywhere = (stack: PartnerStack) =>
+  createConsoleSessions(stack.database, { idleMs: 3_600_000, lifetimeMs: 8 * 3_600_000 }).endEverySessionOf(omar, {
+    remember: true,
+  });
+
+/**
+ * Omar signs in through the provider, and his callback's statement `at` (a trigger's place: `BEFORE INSERT ON
+ * console_session`) is held there while `meanwhile` runs; then let go. What the callback answered, and `meanwhile`'s
+ * result.
+ */
+async function whileStalled<T>(
+  stack: PartnerStack,
+  at: string,
+  meanwhile: () => Promise<T>,
+): Promise<{ callback: { status: number; text: string }; signedOut: T }> {
+  const database = stack.database;
+  const [timing, table] = at.split(' ON ');
+  await database.$executeRawUnsafe(`
+    CREATE FUNCTION stall_omar() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      IF (CASE WHEN TG_OP = 'DELETE' THEN OLD.person_id ELSE NEW.person_id END) = '${omar}' THEN
+        PERFORM pg_advisory_lock(${STALL_LOCK});
+        PERFORM pg_advisory_unlock(${STALL_LOCK});
+      END IF;
+      RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+    END $$`);
+  await database.$executeRawUnsafe(
+    `CREATE TRIGGER stall_omar ${timing} ON ${table} FOR EACH ROW EXECUTE FUNCTION stall_omar()`,
+  );
+  const holder = new pg.Client({ connectionString: testDatabaseUrl() });
+  await holder.connect();
+  try {
+    await holder.query(`SELECT pg_advisory_lock(${STALL_LOCK})`);
+    const signingIn = signInThrough(stack, staff[1]!);
+    const waiting = async () =>
+      Number(
+        (
+          await database.$queryRaw<Array<{ n: bigint }>>`
+            SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+        )[0]!.n,
+      );
+    await waitUntil(waiting, (n) => n >= 1, 30_000);
+    let done = false;
+    const signingOut = meanwhile().finally(() => {
+      done = true;
+    });
+    // The sign-out ends, or waits for the sign-in's turn.
+    await waitUntil(
+      async () => (done ? 2 : await waiting()),
+      (n) => n >= 2,
+      30_000,
+    );
+    await holder.query(`SELECT pg_advisory_unlock(${STALL_LOCK})`);
+    const [{ callback }, signedOut] = await Promise.all([signingIn, signingOut]);
+    return { callback, signedOut };
+  } finally {
+    await holder.end();
+    await database.$executeRawUnsafe(`DROP TRIGGER IF EXISTS stall_omar ON ${table}`);
+    await database.$executeRawUnsafe(`DROP FUNCTION IF EXISTS stall_omar()`);
+  }
 }
 
 /** Cookies per origin, as a browser keeps them (names and values only: every cookie of an origin is sent to it). */
@@ -213,6 +283,37 @@ describe('the console’s sign-in through an identity provider', () => {
     const refused = await signInStampedAt(1e16);
     expect(refused.status, refused.text).toBe(400);
     expect(refused.text).toContain('could not be accepted');
+  });
+
+  it('a sign-in finishing as its person signs out everywhere elsewhere leaves no session: the sign-out ends it', async () => {
+    // Omar's sign-in has read that he had not signed out, and is storing its session; he signs out everywhere meanwhile
+    // (another browser). Before: the sign-out ended every session it could see and the new one was stored after it,
+    // left signed in.
+    const { callback, signedOut } = await whileStalled(scoped.stack, 'BEFORE INSERT ON console_session', () =>
+      signOutEverywhere(scoped.stack),
+    );
+    expect(callback.status, callback.text).toBe(200);
+    expect(signedOut).toBeGreaterThanOrEqual(1);
+    expect(await scoped.stack.database.consoleSession.count({ where: { personId: omar } })).toBe(0);
+  });
+
+  it('a sign-in under way when its person signs out everywhere starts no session: the sign-out stands, and the browser is asked to sign in again', async () => {
+    // Signed out once before: the sign-in forgets that sign-out when it has checked his login is newer. It is doing so
+    // when he signs out everywhere again (another browser). Before: the sign-in stored its session after the sign-out.
+    await signOutEverywhere(scoped.stack);
+    // His next login is stamped a second after it, at least (auth_time has whole seconds).
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const { callback } = await whileStalled(scoped.stack, 'BEFORE DELETE ON console_sign_out', () =>
+      signOutEverywhere(scoped.stack),
+    );
+    expect(callback.status, callback.text).toBe(409);
+    expect(callback.text).toContain('signed out everywhere while this sign-in was under way');
+    expect(await scoped.stack.database.consoleSession.count({ where: { personId: omar } })).toBe(0);
+    expect(await scoped.stack.database.consoleSignOut.count({ where: { personId: omar } })).toBe(1);
+    // The next sign-in goes through.
+    const again = await signInThrough(scoped.stack, staff[1]!);
+    expect(again.callback.status, again.callback.text).toBe(200);
+    expect(await scoped.stack.database.consoleSession.count({ where: { personId: omar } })).toBe(1);
   });
 
   it('refuses a HEAD of the provider’s redirect back (a link preview, a scanner), which spends nothing: the person’s own GET signs them in', async () => {
