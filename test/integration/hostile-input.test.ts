@@ -14,6 +14,9 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 import { rawHttp, type RawRequest, type RawResponse } from '../support/raw-http.ts';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
 import { PARSER_REFUSAL_CODES } from '../../api/http/parser-refusals.ts';
+import { finalFundingStatuses } from '../../domain/funding.ts';
+import { finalPaymentStatuses } from '../../domain/payment.ts';
+import { waitUntil } from '../support/wait-for.ts';
 
 const seed = process.env.FC_SEED ? Number(process.env.FC_SEED) : Date.now() % 2 ** 31;
 const runs = (numRuns: number) => ({ seed, numRuns: process.env.FC_RUNS ? Number(process.env.FC_RUNS) : numRuns });
@@ -836,6 +839,19 @@ describe('ops API', () => {
       fc
         .tuple(fc.oneof(dateLike, pathSegment), queryString(['format', 'limit', 'cursor'], queryValue))
         .map(([date, query]) => `/ops/settlements/${date}?${query}`),
+    );
+    // What the tests before accepted (a funding whose Idempotency-Key was fine) is done posting first: on a loaded
+    // machine its workflow settled it while these reads ran, and the count below moved with no read to blame.
+    await waitUntil(
+      async () =>
+        (await stack.database.funding.count({
+          where: { status: { notIn: [...finalFundingStatuses, 'NEEDS_REVIEW'] } },
+        })) +
+        (await stack.database.payment.count({
+          where: { status: { notIn: [...finalPaymentStatuses, 'NEEDS_REVIEW'] } },
+        })),
+      (inFlight) => inFlight === 0,
+      120_000,
     );
     const before = await stack.database.ledgerTransaction.count();
     await fc.assert(
