@@ -41,10 +41,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 180_000,
     pool: 'forks',
-    // Six files at once: many wait on PostgreSQL, Temporal and HTTP rather than the CPU (at four, the two cores
-    // stood idle a quarter of the run), and each worker has its own database (test/support/test-database.ts).
-    // docs/testing.md has the figures.
-    maxWorkers: 6,
+    // Four files at once: many wait on PostgreSQL, Temporal and HTTP rather than the CPU, and each worker has its own
+    // database (test/support/test-database.ts). Six filled a quick machine's idle cores, but on one whose every new
+    // page of memory costs several times as much, where the cores are never idle, six took longer than four and failed
+    // tests that wait a bounded time. docs/testing.md has the figures.
+    maxWorkers: 4,
     reporters: ['default'],
     // Longest first, at most two CPU-heavy files at once, by the figures of a recorded run (test/start-order.ts).
     sequence: { sequencer: StartOrder },

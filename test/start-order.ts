@@ -1,9 +1,9 @@
-// The order test files start in. Six files run at once on two cores, so a file's wall time depends on what runs
-// beside it: four files that each keep a core busy (the soak, `walletflow dev`, the bench, the upgrade) started
-// together ran at two to three times their time alone, each past a minute. So the longest start first, as vitest
-// itself would order them, but no more than two CPU-heavy files at once where the recorded figures can arrange it: the
-// other places go to files that mostly wait (on Temporal's timers, a late effect, a paused worker). The unit files
-// follow the suite's as a block, so that each worker process runs one project's files one after another.
+// The order test files start in. Four files run at once on two cores (vitest.config.ts), so a file's wall time
+// depends on what runs beside it: four files that each keep a core busy (the soak, `walletflow dev`, the bench, the
+// upgrade) started together ran at two to three times their time alone, each past a minute. So the longest start
+// first, as vitest itself would order them, but no more than two CPU-heavy files at once where the recorded figures can
+// arrange it: the other places go to files that mostly wait (on Temporal's timers, a late effect, a paused worker). The
+// unit files follow the suite's as a block, so that each worker process runs one project's files one after another.
 //
 // The figures are test/file-durations.json's (`npm run test:durations` records a run's, from the per-file CPU that
 // test/cpu-per-file.ts writes down): per project and file, its wall seconds and its CPU seconds in a full run. A file
