@@ -182,8 +182,9 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     /**
      * A new session for `person` (a new id at every sign-in); answers the cookie's value. `provider`: an OpenID
      * Connect sign-in's, whose login as the provider stamped it (auth_time) is kept so a sign-out can tell that login
-     * again; the sign-out it answered has been forgotten (forgetSignOut), so one kept now is the person's "sign out
-     * everywhere" since it read them: SignedOutMeanwhile, and no session.
+     * again. The sign-out it answered has been forgotten (forgetSignOut), so one kept now is the person's "sign out
+     * everywhere" since it read them: no session, the refused login kept with the sign-out (so the next sign-in through
+     * the provider asks it for a fresh one), and SignedOutMeanwhile.
      */
     async start(
       person: ConsolePerson,
@@ -193,22 +194,25 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
       const cookieValue = randomBytes(32).toString('base64url');
       const [keyFingerprint, issuer, groups] =
         grant.via === 'key' ? [grant.keyFingerprint, null, []] : [null, grant.issuer, [...grant.groups]];
-      return database.$transaction(async (tx) => {
-        if (provider) {
-          await takePersonTurn(tx, person.personId);
-          const signedOut = await tx.$queryRaw<Array<{ at: Date }>>`
-            SELECT signed_out_at AS at FROM console_sign_out WHERE person_id = ${person.personId}`;
-          if (signedOut[0]) throw new SignedOutMeanwhile(person.personId);
-        }
-        const rows = await tx.$queryRaw<Array<{ expires_at: Date }>>`
+      const insert = (client: Prisma.TransactionClient | Database) =>
+        client.$queryRaw<Array<{ expires_at: Date }>>`
           INSERT INTO console_session (id, cookie_hash, person_id, person_name, via, scopes, key_fingerprint, issuer, groups, csrf_token, created_at, last_seen_at, expires_at, ends_at, login_auth_time)
           SELECT ${randomUUID()}::uuid, ${hashBearer(cookieValue)}, ${person.personId}, ${person.personName}, ${person.via}, ${[...person.scopes]}::text[],
                  ${keyFingerprint}, ${issuer}, ${groups}::text[], ${randomBytes(32).toString('base64url')}, t.at, t.at,
                  t.at + ${lifetime}, LEAST(t.at + ${lifetime}, t.at + ${idle}), ${provider?.loginAuthTime ?? null}::bigint
           FROM (SELECT ${at()} AS at) t
           RETURNING expires_at`;
-        return { cookieValue, expiresAt: rows[0]!.expires_at };
+      // A key's sign-in has no sign-out to answer to: one statement.
+      if (!provider) return { cookieValue, expiresAt: (await insert(database))[0]!.expires_at };
+      const rows = await database.$transaction(async (tx) => {
+        await takePersonTurn(tx, person.personId);
+        const signedOut = await tx.$executeRaw`
+          UPDATE console_sign_out SET login_auth_time = GREATEST(login_auth_time, ${provider.loginAuthTime ?? null}::bigint)
+          WHERE person_id = ${person.personId}`;
+        return signedOut > 0 ? null : insert(tx);
       });
+      if (!rows) throw new SignedOutMeanwhile(person.personId);
+      return { cookieValue, expiresAt: rows[0]!.expires_at };
     },
 
     /**

@@ -392,7 +392,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     } catch (error) {
       if (!(error instanceof SignedOutMeanwhile)) throw error;
       // The person signed out everywhere while this sign-in was under way (another browser, a shared desk's): the
-      // sign-out stands, and this browser is asked to sign in again, which asks the provider for a fresh login.
+      // sign-out stands, with this login kept beside it, and this browser is asked to sign in again: the provider,
+      // answering with this login again, is asked for a fresh one.
       setActor(res.locals, { kind: 'person', name: person.personName, scopes: new Set() });
       deps.logger.info({ personId: person.personId }, 'console: signed out everywhere while a sign-in was under way');
       signInPage(req, res, 409, 'You were signed out everywhere while this sign-in was under way. Sign in again.');
