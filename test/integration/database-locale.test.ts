@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listOpsActions } from '../../audit/ops-actions.ts';
-import { batchItemRows } from '../../fundings/batch-items-record.ts';
 import { createDatabase, dropDatabase, quotedIdentifier, type Database } from '../../lib/database.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
 import { batchRecordsOn, codeItems } from '../support/batch-records.ts';
@@ -47,24 +46,13 @@ afterAll(async () => {
 
 describe('a database with a Turkish locale', () => {
   it('adds up what a key whose name has a capital I stored unapproved in 24 hours: batches split under the threshold wait like one over it', async () => {
-    const { batches, credit } = batchRecordsOn(database);
+    const { insertBatch, credit } = batchRecordsOn(database);
     const partnerUserId = `locale-${randomUUID()}`;
     await credit(partnerUserId, 1_000_000n);
-    const store = async (createdBy: string, amount: bigint) => {
+    const store = (createdBy: string, amount: bigint) => {
       const batchId = randomUUID();
       const items = codeItems(batchId, 1, { reference: () => 'only', code: () => '1234567', amount });
-      return batches.insert({
-        id: batchId,
-        idempotencyKey: `locale-batch-${batchId}`,
-        requestFingerprint: '0'.repeat(64),
-        workflowId: `funding-batch-${batchId}`,
-        name: 'locale',
-        source: { type: 'USER_BALANCE', partnerUserId },
-        currency: 'PHP',
-        items: batchItemRows(items),
-        createdBy,
-        approvalThreshold: 100_000n,
-      });
+      return insertBatch(batchId, partnerUserId, items, 100_000n, createdBy);
     };
     // 60.00 alone is under the threshold (100.00): it runs.
     expect(await store('INFRA-Ops', 60_000n)).toEqual({ stored: true, needsApproval: false });

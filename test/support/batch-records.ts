@@ -65,13 +65,14 @@ export function batchRecordsOn(
 
   /**
    * Stores `items` as a batch drawing on the partner user's balance (`approvalThreshold` as BATCH_APPROVAL_THRESHOLD:
-   * null, never waits).
+   * null, never waits), made by `createdBy` (an ops key's name, or a person's recorded name).
    */
   const insertBatch = (
     batchId: string,
     partnerUserId: string,
     items: readonly NewBatchItem[],
     approvalThreshold: bigint | null,
+    createdBy = 'ops',
   ) =>
     batches.insert({
       id: batchId,
@@ -82,7 +83,7 @@ export function batchRecordsOn(
       source: { type: 'USER_BALANCE', partnerUserId },
       currency: 'PHP',
       items: batchItemRows(items),
-      createdBy: 'ops',
+      createdBy,
       approvalThreshold,
     });
 
