@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { createConsoleSessions } from '../../access/console-sessions.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 import { loadConfig } from '../../lib/config.ts';
 import {
   startIdentityProvider,
@@ -15,6 +16,7 @@ import {
 } from '../../sandbox/identity-provider.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
+import { lockWaits } from '../support/lock-waits.ts';
 import { waitUntil } from '../support/wait-for.ts';
 
 const clientSecret = randomBytes(24).toString('base64url');
@@ -98,15 +100,8 @@ async function whileStalled<T>(
   try {
     await holder.query(`SELECT pg_advisory_lock(${STALL_LOCK})`);
     const signingIn = signInThrough(stack, staff[1]!);
-    const waiting = async () =>
-      Number(
-        (
-          await database.$queryRaw<Array<{ n: bigint }>>`
-            SELECT count(*) AS n FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock'
-              AND (wait_event = 'advisory' OR query LIKE '%console%')`
-        )[0]!.n,
-      );
+    // The console's waits only: the advisory ones, and its tables' rows.
+    const waiting = () => lockWaits(database, Prisma.sql`AND (wait_event = 'advisory' OR query LIKE '%console%')`);
     await waitUntil(waiting, (n) => n >= 1, 30_000);
     let done = false;
     const signingOut = meanwhile().finally(() => {

@@ -14,6 +14,7 @@ import { loginThroughPages } from '../support/wallet-sandbox.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { saveStandaloneLink } from '../support/standalone-link.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
+import { lockWaits } from '../support/lock-waits.ts';
 import { waitUntil } from '../support/wait-for.ts';
 
 let stack: PartnerStack;
@@ -213,12 +214,8 @@ describe('login URLs and signed login tokens', () => {
       await refresh.query('SELECT 1 FROM token_set WHERE link_id = $1 FOR UPDATE', [linkId]);
       unlinking = unlink(stack.database, stack.tokens, linkId, 'ops-unlinker');
       await waitUntil(
-        async () =>
-          (
-            await stack.database.$queryRaw<Array<{ n: bigint }>>`
-              SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
-          )[0]!.n,
-        (waiting) => waiting > 0n,
+        () => lockWaits(stack.database),
+        (waiting) => waiting > 0,
         10_000,
       );
       // The user logs in again while the unlink waits.

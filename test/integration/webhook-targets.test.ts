@@ -22,6 +22,7 @@ import {
 import { createLogger } from '../../lib/logger.ts';
 import { recordingDatabase, rowsExamined } from '../../harness/query-plans.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
+import { lockWaits } from '../support/lock-waits.ts';
 import { waitUntil } from '../support/wait-for.ts';
 import { opsAuth } from '../../api/ops/ops-auth.ts';
 import { createAttemptLimiter } from '../../access/attempt-limits.ts';
@@ -305,15 +306,19 @@ describe('the webhooks the console’s home says are failing', () => {
       await holder.query('BEGIN TRANSACTION');
       await holder.query('SELECT 1 FROM webhook_delivery WHERE id = $1 FOR UPDATE', [deliveryId]);
       redelivering = store.redeliver(deliveryId, 'ops (as Dana)');
-      await waitUntil(lockWaits, (waiting) => waiting > 0n, 10_000);
+      await waitUntil(
+        () => lockWaits(stack.database),
+        (waiting) => waiting > 0,
+        10_000,
+      );
       let deleted = false;
       deleting = store.deleteEndpoint(endpointId, 'ops (as Lee)').finally(() => {
         deleted = true;
       });
       // The DELETE ends (before), or waits behind the redelivery.
       await waitUntil(
-        async () => (deleted ? 2n : await lockWaits()),
-        (waiting) => waiting > 1n,
+        async () => (deleted ? 2 : await lockWaits(stack.database)),
+        (waiting) => waiting > 1,
         10_000,
       );
     } finally {
@@ -344,8 +349,8 @@ describe('the webhooks the console’s home says are failing', () => {
       redelivering = store.redeliver(deliveryId, 'ops (as Dana)');
       // Before: nothing to wait for; it read the endpoint as live and made the delivery due.
       await waitUntil(
-        async () => Promise.race([redelivering!.then(() => -1n), lockWaits()]),
-        (waiting) => waiting !== 0n,
+        async () => Promise.race([redelivering!.then(() => -1), lockWaits(stack.database)]),
+        (waiting) => waiting !== 0,
         10_000,
       );
     } finally {
@@ -562,13 +567,6 @@ async function deadLetter(): Promise<{ store: WebhookStore; endpointId: string; 
   });
   return { store, endpointId: endpoint.id, deliveryId: deliveryId! };
 }
-
-/** How many sessions of the test's database wait for a lock. */
-const lockWaits = async () =>
-  (
-    await stack.database.$queryRaw<Array<{ n: bigint }>>`
-      SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
-  )[0]!.n;
 
 async function dueDeliveries(endpointId: string, count: number, at: Date): Promise<string[]> {
   const ids: string[] = [];
